@@ -1,0 +1,16 @@
+# The operator image: the ansible-operator runtime at the same version the tests run
+# (hack/versions.env ANSIBLE_OPERATOR_VERSION) plus our playbooks, roles and plugins.
+FROM quay.io/operator-framework/ansible-operator:v1.42.0
+
+# Python packages and, through PyPI's `ansible` package, the collections we use
+# (kubernetes.core, community.crypto): the same pins as local runs and CI.
+COPY requirements.txt ${HOME}/requirements.txt
+RUN python3 -m pip install --no-cache-dir -r ${HOME}/requirements.txt \
+ && chmod -R ug+rwx ${HOME}/.ansible
+
+COPY watches.yaml ${HOME}/watches.yaml
+COPY ansible.cfg ${HOME}/ansible.cfg
+COPY playbooks/ ${HOME}/playbooks/
+COPY roles/ ${HOME}/roles/
+COPY plugins/ ${HOME}/plugins/
+ENV ANSIBLE_CONFIG=${HOME}/ansible.cfg

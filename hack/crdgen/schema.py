@@ -1,0 +1,719 @@
+"""OpenAPI v3 schemas of the operator's three CRDs, written once as Python data.
+
+`hack/crdgen/generate.py` renders them into config/crd/bases/*.yaml (as controller-gen
+renders Go types for Go operators). Every field carries a description; validation that
+OpenAPI cannot express is a CEL rule (x-kubernetes-validations) with a message that
+names the field. `make generate` rewrites the YAML; `make lint` fails when it is stale.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+GROUP = "operator.karmada.io"
+VERSION = "v1alpha1"
+
+Schema = dict[str, Any]
+
+SEMVER = r"^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$"
+DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+# A DNS name for a certificate SAN: subdomain, optionally with one leading wildcard label.
+SAN_DNS = r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+QUANTITY = (r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+            r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
+IMAGE_REF_PART = r"^[a-z0-9]+([._/:-][a-z0-9]+)*$"
+TAG = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
+
+# Component keys under spec.components, in install order; optional ones are off by default.
+CORE_COMPONENTS = [
+    "aggregatedAPIServer",
+    "kubeControllerManager",
+    "controllerManager",
+    "scheduler",
+    "webhook",
+]
+OPTIONAL_COMPONENTS = ["descheduler", "search", "metricsAdapter", "schedulerEstimator"]
+UPGRADABLE = ["etcd", "apiServer", *CORE_COMPONENTS, *OPTIONAL_COMPONENTS]
+
+
+def s(description: str, type_: str = "string", **kw: Any) -> Schema:
+    """A leaf schema with a description."""
+    out: Schema = {"type": type_, "description": description}
+    out.update(kw)
+    return out
+
+
+def obj(description: str, properties: Schema, required: list[str] | None = None, **kw: Any) -> Schema:
+    out: Schema = {"type": "object", "description": description, "properties": properties}
+    if required:
+        out["required"] = required
+    out.update(kw)
+    return out
+
+
+def arr(description: str, items: Schema, **kw: Any) -> Schema:
+    out: Schema = {"type": "array", "description": description, "items": items}
+    out.update(kw)
+    return out
+
+
+def string_map(description: str, max_props: int = 64) -> Schema:
+    return {
+        "type": "object",
+        "description": description,
+        "maxProperties": max_props,
+        "additionalProperties": {"type": "string", "maxLength": 4096},
+    }
+
+
+def cel(rule: str, message: str, **kw: Any) -> Schema:
+    out: Schema = {"rule": rule, "message": message}
+    out.update(kw)
+    return out
+
+
+def local_ref(what: str) -> Schema:
+    return obj(
+        f"Reference to {what} in the same namespace.",
+        {"name": s("Name of the object.", minLength=1, maxLength=253, pattern=DNS1123_SUBDOMAIN)},
+        required=["name"],
+    )
+
+
+def secret_key_ref(what: str, default_key: str) -> Schema:
+    return obj(
+        f"Secret (same namespace) holding {what}.",
+        {
+            "name": s("Name of the Secret.", minLength=1, maxLength=253, pattern=DNS1123_SUBDOMAIN),
+            "key": s(f"Key inside the Secret (default {default_key}).", default=default_key,
+                     minLength=1, maxLength=253, pattern=r"^[-._a-zA-Z0-9]+$"),
+        },
+        required=["name"],
+    )
+
+
+def quantity_or_int(description: str) -> Schema:
+    return {
+        "description": description,
+        "x-kubernetes-int-or-string": True,
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "pattern": QUANTITY,
+    }
+
+
+def resources() -> Schema:
+    qmap = {
+        "type": "object",
+        "maxProperties": 16,
+        "additionalProperties": quantity_or_int("Amount, as a Kubernetes quantity (e.g. 500m, 1Gi)."),
+    }
+    return obj(
+        "Compute resources (requests and limits), as in a container spec.",
+        {
+            "requests": {**qmap, "description": "Minimum resources guaranteed to the container."},
+            "limits": {**qmap, "description": "Maximum resources the container may use."},
+        },
+    )
+
+
+def tolerations(description: str) -> Schema:
+    return arr(
+        description,
+        obj(
+            "A toleration, as in a pod spec.",
+            {
+                "key": s("Taint key the toleration applies to; empty matches all keys.", maxLength=316),
+                "operator": s("Exists or Equal (default Equal).", enum=["Exists", "Equal"]),
+                "value": s("Taint value to match with operator Equal.", maxLength=63),
+                "effect": s("Taint effect to match; empty matches all.",
+                            enum=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+                "tolerationSeconds": s("How long a NoExecute taint is tolerated.", "integer", minimum=0),
+            },
+        ),
+        maxItems=32,
+    )
+
+
+def affinity() -> Schema:
+    term = {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+    return obj(
+        "Pod affinity rules, as in a pod spec (validated by the API server when the operator "
+        "applies the workload).",
+        {
+            "nodeAffinity": {**term, "description": "Node affinity, as in a pod spec."},
+            "podAffinity": {**term, "description": "Pod affinity, as in a pod spec."},
+            "podAntiAffinity": {**term, "description": "Pod anti-affinity, as in a pod spec."},
+        },
+    )
+
+
+def image_override() -> Schema:
+    return obj(
+        "Image override; unset parts come from spec.images and the component's default.",
+        {
+            "registry": s("Registry and path prefix, e.g. registry.example.com/karmada.",
+                          maxLength=255, pattern=IMAGE_REF_PART),
+            "repository": s("Repository name under the registry, e.g. karmada-scheduler.",
+                            maxLength=255, pattern=IMAGE_REF_PART),
+            "tag": s("Image tag, e.g. v1.18.2.", pattern=TAG),
+        },
+    )
+
+
+def feature_gates(description: str) -> Schema:
+    return {
+        "type": "object",
+        "description": description,
+        "maxProperties": 64,
+        "additionalProperties": {"type": "boolean"},
+        "x-kubernetes-validations": [
+            cel("self.all(k, k.matches('^[A-Z][A-Za-z0-9]*$'))",
+                "feature gate names are CamelCase, e.g. Failover"),
+        ],
+    }
+
+
+def extra_args() -> Schema:
+    out = string_map("Extra command-line flags, name (without leading dashes) to value; they win over "
+                     "the operator's defaults.")
+    out["x-kubernetes-validations"] = [
+        cel("self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",
+            "extraArgs keys are flag names without leading dashes, e.g. v or kube-api-qps"),
+    ]
+    return out
+
+
+def common_component_props(max_replicas: int = 100) -> Schema:
+    return {
+        "replicas": s("Number of pods.", "integer", minimum=0, maximum=max_replicas),
+        "image": image_override(),
+        "resources": resources(),
+        "nodeSelector": string_map("Node labels the pods must match."),
+        "tolerations": tolerations("Taints the pods tolerate."),
+        "affinity": affinity(),
+        "priorityClassName": s("PriorityClass of the pods.", maxLength=253, pattern=DNS1123_SUBDOMAIN),
+        "extraArgs": extra_args(),
+        "featureGates": feature_gates("Feature gates for this component (added to spec.globals.featureGates)."),
+    }
+
+
+def component(name: str, optional: bool) -> Schema:
+    props = common_component_props()
+    if optional:
+        props = {"enabled": s(f"Deploy {name} (off by default).", "boolean", default=False), **props}
+    return obj(f"Settings of {name}.", props)
+
+
+COMPONENT_NAMES = {
+    "aggregatedAPIServer": "karmada-aggregated-apiserver",
+    "kubeControllerManager": "kube-controller-manager (for karmada-apiserver)",
+    "controllerManager": "karmada-controller-manager",
+    "scheduler": "karmada-scheduler",
+    "webhook": "karmada-webhook",
+    "descheduler": "karmada-descheduler",
+    "search": "karmada-search",
+    "metricsAdapter": "karmada-metrics-adapter",
+    "schedulerEstimator": "karmada-scheduler-estimator (one per member)",
+}
+
+
+def etcd_schema() -> Schema:
+    storage = obj(
+        "Where each etcd member keeps its data.",
+        {
+            "type": s("EmptyDir (lost with the pod; tests only), HostPath, or PersistentVolumeClaim.",
+                      enum=["EmptyDir", "HostPath", "PersistentVolumeClaim"], default="PersistentVolumeClaim"),
+            "size": {**quantity_or_int("Volume size for PersistentVolumeClaim, e.g. 8Gi."), "default": "8Gi"},
+            "storageClassName": s("StorageClass of the claims; empty uses the cluster default.",
+                                  maxLength=253, pattern=DNS1123_SUBDOMAIN),
+            "hostPath": s("Directory on the node for HostPath storage (one subdirectory per member).",
+                          maxLength=4096, pattern=r"^/.*$"),
+        },
+        **{"x-kubernetes-validations": [
+            cel("!has(self.type) || self.type != 'HostPath' || has(self.hostPath)",
+                "storage.hostPath is required when storage.type is HostPath", fieldPath=".hostPath"),
+        ]},
+    )
+    local = obj(
+        "An etcd cluster run by the operator as a StatefulSet.",
+        {
+            "replicas": s("Members: 1, 3, 5 or 7 (odd, to keep a quorum).", "integer", enum=[1, 3, 5, 7],
+                          default=3),
+            "version": s("etcd image tag, e.g. 3.6.6-0.", pattern=TAG),
+            "image": image_override(),
+            "storage": {**storage, "default": {}},
+            "resources": resources(),
+            "nodeSelector": string_map("Node labels the etcd pods must match."),
+            "tolerations": tolerations("Taints the etcd pods tolerate."),
+            "affinity": affinity(),
+            "priorityClassName": s("PriorityClass of the etcd pods.", maxLength=253, pattern=DNS1123_SUBDOMAIN),
+            "extraArgs": extra_args(),
+        },
+    )
+    external = obj(
+        "An etcd cluster the operator does not run.",
+        {
+            "endpoints": arr("Client URLs, e.g. https://etcd-0.example:2379.",
+                             s("Client URL.", maxLength=512, pattern=r"^https?://[^\s/]+(:[0-9]+)?/?$"),
+                             minItems=1, maxItems=16),
+            "tlsSecretRef": obj(
+                "Secret with the client TLS material: keys ca.crt, tls.crt and tls.key.",
+                {"name": s("Name of the Secret.", minLength=1, maxLength=253, pattern=DNS1123_SUBDOMAIN)},
+                required=["name"],
+            ),
+        },
+        required=["endpoints", "tlsSecretRef"],
+    )
+    return obj(
+        "etcd for karmada-apiserver: exactly one of local or external.",
+        {"local": local, "external": external},
+        default={"local": {}},
+        **{"x-kubernetes-validations": [
+            cel("has(self.local) != has(self.external)",
+                "exactly one of etcd.local or etcd.external must be set"),
+        ]},
+    )
+
+
+def api_server_schema() -> Schema:
+    props = common_component_props(max_replicas=10)
+    props["replicas"] = s("Number of karmada-apiserver pods.", "integer", minimum=1, maximum=10, default=1)
+    props["serviceType"] = s("Service type of karmada-apiserver.", enum=["ClusterIP", "NodePort", "LoadBalancer"],
+                             default="ClusterIP")
+    props["nodePort"] = s("Node port with serviceType NodePort (30000-32767); empty picks one.", "integer",
+                          minimum=30000, maximum=32767)
+    props["externalLoadBalancer"] = obj(
+        "A balancer in front of karmada-apiserver that the cluster does not manage; its addresses "
+        "and names go into the serving certificate and the generated kubeconfigs.",
+        {
+            "addresses": arr("IP addresses of the balancer.",
+                             s("IPv4 or IPv6 address.", maxLength=45,
+                               **{"x-kubernetes-validations": [cel("isIP(self)", "must be an IP address")]}),
+                             maxItems=16),
+            "dnsNames": arr("DNS names of the balancer.", s("DNS name.", maxLength=253, pattern=DNS1123_SUBDOMAIN),
+                            maxItems=16),
+            "port": s("Port the balancer listens on.", "integer", minimum=1, maximum=65535, default=443),
+        },
+        **{"x-kubernetes-validations": [
+            cel("(has(self.addresses) && size(self.addresses) > 0) || (has(self.dnsNames) && size(self.dnsNames) > 0)",
+                "externalLoadBalancer needs at least one address or DNS name"),
+        ]},
+    )
+    props["certSANs"] = arr(
+        "Extra subject alternative names (IPs or DNS names) for the karmada-apiserver certificate.",
+        s("IP address or DNS name.", maxLength=253,
+          **{"x-kubernetes-validations": [
+              cel(f"isIP(self) || self.matches(r'{SAN_DNS}')",
+                  "must be an IP address or a lower-case DNS name (optionally *.-prefixed)")]}),
+        maxItems=64,
+    )
+    return obj("karmada-apiserver settings.", props, **{"x-kubernetes-validations": [
+        cel("!has(self.nodePort) || self.serviceType == 'NodePort'",
+            "apiServer.nodePort is only valid with serviceType NodePort", fieldPath=".nodePort"),
+    ]})
+
+
+def certificates_schema() -> Schema:
+    return obj(
+        "The PKI the operator generates, stores in Secrets (kubeadm file names) and rotates.",
+        {
+            "caValidityDays": s("Validity of the generated CAs, in days.", "integer", minimum=1, maximum=36500,
+                                default=3650),
+            "leafValidityDays": s("Validity of leaf certificates, in days.", "integer", minimum=1, maximum=3650,
+                                  default=365),
+            "renewBeforeDays": s("Re-issue a certificate this many days before it expires.", "integer",
+                                 minimum=1, maximum=3649, default=30),
+            "keyAlgorithm": s("Key type of generated keys.", enum=["RSA", "ECDSA"], default="RSA"),
+            "keySize": s("RSA: 2048, 3072 or 4096 bits (default 3072). ECDSA: curve size 256 or 384 "
+                         "(default 256).", "integer", enum=[256, 384, 2048, 3072, 4096]),
+            "caSecretRef": obj(
+                "Bring your own Karmada CA: a Secret with tls.crt and tls.key (or ca.crt and ca.key). "
+                "The etcd and front-proxy CAs stay generated.",
+                {"name": s("Name of the Secret.", minLength=1, maxLength=253, pattern=DNS1123_SUBDOMAIN)},
+                required=["name"],
+            ),
+        },
+        **{"x-kubernetes-validations": [
+            cel("!has(self.keySize) || ((has(self.keyAlgorithm) && self.keyAlgorithm == 'ECDSA') ? "
+                "self.keySize in [256, 384] : self.keySize in [2048, 3072, 4096])",
+                "keySize must be 2048, 3072 or 4096 for RSA and 256 or 384 for ECDSA", fieldPath=".keySize"),
+            cel("!has(self.leafValidityDays) || !has(self.caValidityDays) || "
+                "self.leafValidityDays <= self.caValidityDays",
+                "leafValidityDays must not exceed caValidityDays: a leaf cannot outlive its CA",
+                fieldPath=".leafValidityDays"),
+            cel("!has(self.renewBeforeDays) || !has(self.leafValidityDays) || "
+                "self.renewBeforeDays < self.leafValidityDays",
+                "renewBeforeDays must be less than leafValidityDays", fieldPath=".renewBeforeDays"),
+        ]},
+    )
+
+
+def member_schema() -> Schema:
+    taint = obj(
+        "A taint on the Cluster object, as in a node spec.",
+        {
+            "key": s("Taint key.", minLength=1, maxLength=316),
+            "value": s("Taint value.", maxLength=63),
+            "effect": s("Taint effect.", enum=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+        },
+        required=["key", "effect"],
+    )
+    return obj(
+        "A member cluster to register with Karmada.",
+        {
+            "name": s("Cluster name in Karmada (DNS-1123 label, unique).", minLength=1, maxLength=48,
+                      pattern=DNS1123_LABEL),
+            "kubeconfigSecretRef": secret_key_ref("the member's kubeconfig", "kubeconfig"),
+            "syncMode": s("Push: Karmada's controllers write to the member. Pull: karmada-agent in the "
+                          "member pulls from Karmada.", enum=["Push", "Pull"], default="Push"),
+            "provider": s("Cloud provider or site label, copied to the Cluster.", maxLength=63),
+            "region": s("Region, copied to the Cluster.", maxLength=63),
+            "zones": arr("Zones, copied to the Cluster.", s("Zone.", maxLength=63), maxItems=16),
+            "labels": string_map("Labels put on the Cluster object."),
+            "taints": arr("Taints put on the Cluster object.", taint, maxItems=16),
+        },
+        required=["name", "kubeconfigSecretRef"],
+    )
+
+
+def condition_schema() -> Schema:
+    return obj(
+        "A condition in Kubernetes convention.",
+        {
+            "type": s("Condition type, e.g. Ready.", maxLength=316),
+            "status": s("True, False or Unknown.", enum=["True", "False", "Unknown"]),
+            "reason": s("CamelCase reason.", maxLength=1024),
+            "message": s("Human-readable detail.", maxLength=32768),
+            "observedGeneration": s("Generation the condition was set for.", "integer", format="int64",
+                                    minimum=0),
+            "lastTransitionTime": s("When the status last changed.", format="date-time"),
+        },
+        required=["type", "status"],
+    )
+
+
+def conditions() -> Schema:
+    return arr("Conditions (Kubernetes convention).", condition_schema(),
+               **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]})
+
+
+def karmada_deployment_spec() -> Schema:
+    components = {
+        key: component(COMPONENT_NAMES[key], key in OPTIONAL_COMPONENTS)
+        for key in [*CORE_COMPONENTS, *OPTIONAL_COMPONENTS]
+    }
+    return obj(
+        "Desired Karmada control plane.",
+        {
+            "karmadaVersion": s("Karmada version for the whole plane.", pattern=SEMVER, default="v1.18.2"),
+            "kubernetesVersion": s("Kubernetes version of karmada-apiserver and kube-controller-manager.",
+                                   pattern=SEMVER, default="v1.34.12"),
+            "images": obj(
+                "Where images come from (air-gapped installs point these at a mirror).",
+                {
+                    "karmadaRegistry": s("Registry for Karmada images.", maxLength=255, pattern=IMAGE_REF_PART,
+                                         default="docker.io/karmada"),
+                    "kubernetesRegistry": s("Registry for Kubernetes and etcd images.", maxLength=255,
+                                            pattern=IMAGE_REF_PART, default="registry.k8s.io"),
+                    "pullPolicy": s("Image pull policy of every workload.",
+                                    enum=["Always", "IfNotPresent", "Never"], default="IfNotPresent"),
+                    "pullSecrets": arr("Image pull secrets (same namespace).", local_ref("a pull Secret"),
+                                       maxItems=16),
+                },
+                default={},
+            ),
+            "clusterDomain": s("DNS domain of the host cluster.", maxLength=253, pattern=DNS1123_SUBDOMAIN,
+                               default="cluster.local"),
+            "etcd": etcd_schema(),
+            "apiServer": {**api_server_schema(), "default": {}},
+            "components": obj("Settings per control-plane component.", components, default={}),
+            "globals": obj(
+                "Settings applied to every component; changing one rolls every component out.",
+                {
+                    "labels": string_map("Labels added to every object the operator creates."),
+                    "annotations": string_map("Annotations added to every object the operator creates."),
+                    "featureGates": feature_gates("Feature gates passed to every Karmada component."),
+                    "nodeSelector": string_map("Node labels every pod must match (a component's own wins)."),
+                    "tolerations": tolerations("Taints every pod tolerates (added to a component's own)."),
+                },
+                default={},
+            ),
+            "certificates": {**certificates_schema(), "default": {}},
+            "crds": obj(
+                "Where Karmada's CRDs come from: the release tarball by default, a mirror when air-gapped.",
+                {
+                    "url": s("URL of crds.tar.gz; default: the GitHub release of karmadaVersion.",
+                             maxLength=2048, pattern=r"^(https?|file)://.+$"),
+                    "sha256": s("Expected sha256 of the tarball (hex); checked when set.",
+                                pattern=r"^[a-f0-9]{64}$"),
+                },
+            ),
+            "upgrade": obj(
+                "How version changes roll out.",
+                {
+                    "strategy": s("Full: every component in a safe order. Components: only those listed.",
+                                  enum=["Full", "Components"], default="Full"),
+                    "components": arr("Components that move with strategy Components.",
+                                      s("Component key.", enum=UPGRADABLE), maxItems=len(UPGRADABLE),
+                                      **{"x-kubernetes-list-type": "set"}),
+                },
+                default={},
+                **{"x-kubernetes-validations": [
+                    cel("!has(self.strategy) || self.strategy != 'Components' || "
+                        "(has(self.components) && size(self.components) > 0)",
+                        "upgrade.components must list at least one component when strategy is Components"),
+                ]},
+            ),
+            "members": arr("Member clusters to register.", member_schema(), maxItems=1000,
+                           **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}),
+            "paused": s("Stop reconciling (nothing is changed while true).", "boolean", default=False),
+            "deletionPolicy": s("Delete: deleting the CR removes everything the operator made. Retain: keep "
+                                "etcd data and Secrets.", enum=["Delete", "Retain"], default="Delete"),
+        },
+    )
+
+
+def karmada_deployment_status() -> Schema:
+    return obj(
+        "Observed state, written by the operator.",
+        {
+            "phase": s("Summary phase.", enum=["Pending", "Provisioning", "Running", "Upgrading", "Degraded",
+                                               "Failed", "Paused", "Deleting"]),
+            "observedGeneration": s("Generation last reconciled.", "integer", format="int64"),
+            "conditions": conditions(),
+            "karmadaVersion": s("Karmada version running."),
+            "components": arr("Per component state.", obj("A component.", {
+                "name": s("Component name."),
+                "version": s("Version running."),
+                "desiredVersion": s("Version asked for."),
+                "replicas": s("Desired replicas.", "integer"),
+                "readyReplicas": s("Ready replicas.", "integer"),
+            })),
+            "etcd": obj("etcd state.", {
+                "endpoints": arr("Client endpoints.", s("URL.")),
+                "members": arr("Members.", obj("An etcd member.", {
+                    "name": s("Member name."),
+                    "id": s("Member ID (hex)."),
+                    "healthy": s("Answers health reads.", "boolean"),
+                    "leader": s("Is the raft leader.", "boolean"),
+                    "learner": s("Is a learner.", "boolean"),
+                    "version": s("etcd version."),
+                    "dbSizeBytes": s("Database size.", "integer", format="int64"),
+                })),
+            }),
+            "apiServerEndpoints": arr("URLs of karmada-apiserver.", s("URL.")),
+            "adminKubeconfigSecret": s("Secret holding the admin kubeconfig (key kubeconfig)."),
+            "certificates": arr("Certificate expiry.", obj("A certificate.", {
+                "name": s("Certificate name (kubeadm file name without extension)."),
+                "notAfter": s("Expiry.", format="date-time"),
+            })),
+            "members": arr("Member registration state.", obj("A member.", {
+                "name": s("Member name."),
+                "state": s("Join state.", enum=["Pending", "Joining", "Joined", "Unjoining", "Failed"]),
+                "ready": s("Karmada reports the Cluster Ready.", "boolean"),
+                "syncMode": s("Push or Pull."),
+                "reason": s("CamelCase reason."),
+                "message": s("Detail."),
+            })),
+            "readyMembers": s("Ready members / members in spec, e.g. 2/3."),
+        },
+    )
+
+
+def etcd_backup_spec() -> Schema:
+    return obj(
+        "What to back up, when, and where.",
+        {
+            "karmadaDeploymentRef": local_ref("the KarmadaDeployment whose etcd is backed up"),
+            "schedule": s("Cron schedule (5 fields, UTC); omit for a single backup now.", maxLength=128,
+                          pattern=r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|"
+                                  r"(\S+\s+){4}\S+)$"),
+            "suspend": s("Pause the schedule.", "boolean", default=False),
+            "retention": obj("How many backups to keep.", {
+                "maxBackups": s("Keep the newest N snapshots; older ones are deleted.", "integer", minimum=1,
+                                maximum=1000, default=7),
+            }, default={}),
+            "storage": obj(
+                "Where snapshots go: exactly one of pvc or s3.",
+                {
+                    "pvc": obj("A PersistentVolumeClaim (e.g. CephFS, ReadWriteMany).", {
+                        "claimName": s("Claim name.", minLength=1, maxLength=253, pattern=DNS1123_SUBDOMAIN),
+                        "subPath": s("Directory inside the volume.", maxLength=1024,
+                                     pattern=r"^[^/](.*[^/])?$"),
+                    }, required=["claimName"]),
+                    "s3": obj("S3-compatible object storage.", {
+                        "endpoint": s("Endpoint URL.", maxLength=2048, pattern=r"^https?://.+$"),
+                        "bucket": s("Bucket.", minLength=3, maxLength=63, pattern=r"^[a-z0-9][a-z0-9.-]+[a-z0-9]$"),
+                        "prefix": s("Key prefix.", maxLength=1024),
+                        "region": s("Region.", maxLength=63),
+                        "credentialsSecretRef": obj(
+                            "Secret with keys accessKeyID and secretAccessKey.",
+                            {"name": s("Name of the Secret.", minLength=1, maxLength=253,
+                                       pattern=DNS1123_SUBDOMAIN)},
+                            required=["name"]),
+                        "forcePathStyle": s("Use path-style addressing (most S3-compatible stores).",
+                                            "boolean", default=True),
+                    }, required=["endpoint", "bucket", "credentialsSecretRef"]),
+                },
+                **{"x-kubernetes-validations": [
+                    cel("has(self.pvc) != has(self.s3)", "exactly one of storage.pvc or storage.s3 must be set"),
+                ]},
+            ),
+        },
+        required=["karmadaDeploymentRef", "storage"],
+    )
+
+
+def snapshot_item() -> Schema:
+    return obj("A stored snapshot.", {
+        "location": s("pvc://claim/path or s3://bucket/key."),
+        "sizeBytes": s("Size.", "integer", format="int64"),
+        "sha256": s("sha256 of the file."),
+        "revision": s("etcd revision at snapshot time.", "integer", format="int64"),
+        "etcdVersion": s("etcd server version."),
+        "takenAt": s("When it was taken.", format="date-time"),
+    })
+
+
+def etcd_backup_status() -> Schema:
+    return obj("Observed state.", {
+        "phase": s("Phase.", enum=["Pending", "Running", "Succeeded", "Failed"]),
+        "observedGeneration": s("Generation last reconciled.", "integer", format="int64"),
+        "lastScheduleTime": s("Last scheduled run.", format="date-time"),
+        "lastSuccessfulTime": s("Last successful backup.", format="date-time"),
+        "snapshots": arr("Snapshots kept, newest first.", snapshot_item()),
+        "conditions": conditions(),
+    })
+
+
+def etcd_restore_spec() -> Schema:
+    return obj(
+        "Restore a snapshot into a new etcd cluster for a KarmadaDeployment.",
+        {
+            "source": obj(
+                "Which snapshot: a backup's (latest or a named one) or an explicit location.",
+                {
+                    "backupRef": local_ref("the EtcdBackup whose snapshot is restored"),
+                    "snapshot": s("With backupRef: latest, or a snapshot file name from its status.",
+                                  maxLength=253, default="latest", pattern=r"^[A-Za-z0-9._-]+$"),
+                    "location": s("Explicit pvc://claim/path or s3://bucket/key.", maxLength=2048,
+                                  pattern=r"^(pvc|s3)://[^/]+/.+$"),
+                },
+                **{"x-kubernetes-validations": [
+                    cel("has(self.backupRef) != has(self.location)",
+                        "exactly one of source.backupRef or source.location must be set"),
+                ]},
+            ),
+            "target": obj("Where the restored etcd goes.", {
+                "karmadaDeploymentRef": local_ref("the KarmadaDeployment whose new etcd is made from the snapshot"),
+            }, required=["karmadaDeploymentRef"]),
+            "bumpRevision": s("Raise the revision by this much (with mark-compacted) so watchers resync.",
+                              "integer", format="int64", minimum=0, default=1000000000),
+        },
+        required=["source", "target"],
+    )
+
+
+def etcd_restore_status() -> Schema:
+    return obj("Observed state.", {
+        "phase": s("Phase.", enum=["Pending", "Running", "Succeeded", "Failed"]),
+        "observedGeneration": s("Generation last reconciled.", "integer", format="int64"),
+        "restoredFrom": s("Snapshot location restored."),
+        "restoredRevision": s("Revision after the bump.", "integer", format="int64"),
+        "keys": s("Keys restored.", "integer", format="int64"),
+        "conditions": conditions(),
+    })
+
+
+CRDS: list[dict[str, Any]] = [
+    {
+        "kind": "KarmadaDeployment",
+        "plural": "karmadadeployments",
+        "singular": "karmadadeployment",
+        "shortNames": ["kd", "karmada"],
+        "description": "A Karmada control plane installed and cared for by the operator.",
+        "spec": karmada_deployment_spec,
+        "status": karmada_deployment_status,
+        "columns": [
+            {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+            {"name": "Version", "type": "string", "jsonPath": ".status.karmadaVersion"},
+            {"name": "Members", "type": "string", "jsonPath": ".status.readyMembers",
+             "description": "Ready members / members in spec"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+    },
+    {
+        "kind": "EtcdBackup",
+        "plural": "etcdbackups",
+        "singular": "etcdbackup",
+        "shortNames": ["etcdbk"],
+        "description": "Backups of a KarmadaDeployment's etcd: once, or on a schedule with retention.",
+        "spec": etcd_backup_spec,
+        "status": etcd_backup_status,
+        "columns": [
+            {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+            {"name": "Schedule", "type": "string", "jsonPath": ".spec.schedule"},
+            {"name": "Last Success", "type": "date", "jsonPath": ".status.lastSuccessfulTime"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+    },
+    {
+        "kind": "EtcdRestore",
+        "plural": "etcdrestores",
+        "singular": "etcdrestore",
+        "shortNames": ["etcdrs"],
+        "description": "Restore of an etcd snapshot into a new etcd cluster.",
+        "spec": etcd_restore_spec,
+        "status": etcd_restore_status,
+        "columns": [
+            {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+            {"name": "Target", "type": "string", "jsonPath": ".spec.target.karmadaDeploymentRef.name"},
+            {"name": "Revision", "type": "integer", "jsonPath": ".status.restoredRevision"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+    },
+]
+
+
+def crd(entry: dict[str, Any]) -> dict[str, Any]:
+    """The CustomResourceDefinition object for one entry of CRDS."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{entry['plural']}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": entry["kind"],
+                "listKind": f"{entry['kind']}List",
+                "plural": entry["plural"],
+                "singular": entry["singular"],
+                "shortNames": entry["shortNames"],
+                "categories": ["karmada-operator"],
+            },
+            "scope": "Namespaced",
+            "versions": [{
+                "name": VERSION,
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": entry["columns"],
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "description": entry["description"],
+                    "properties": {
+                        "apiVersion": s("API version of this object."),
+                        "kind": s("Kind of this object."),
+                        "metadata": {"type": "object"},
+                        "spec": entry["spec"](),
+                        "status": entry["status"](),
+                    },
+                    "required": ["spec"],
+                }},
+            }],
+        },
+    }

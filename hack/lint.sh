@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The lint matrix from the source documents: ansible-lint (production profile), yamllint,
+# shellcheck, ruff (PEP 8), ansible-playbook --syntax-check on every playbook, generated
+# CRDs up to date, samples valid against their CRD schemas (and broken ones not).
+# Runs every check, then fails if any failed.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export ANSIBLE_CONFIG=$PWD/ansible.cfg
+failed=()
+step() {
+  local name=$1
+  shift
+  printf '== %s\n' "$name"
+  if ! "$@"; then failed+=("$name"); fi
+}
+
+mapfile -t shells < <(git ls-files -co --exclude-standard -- '*.sh' .ci/run | sort -u)
+mapfile -t playbooks < <(ls playbooks/*.yml)
+
+step "ruff" ruff check .
+step "yamllint" yamllint -s .
+step "shellcheck" shellcheck -x "${shells[@]}"
+for pb in "${playbooks[@]}"; do
+  step "syntax-check $pb" ansible-playbook --syntax-check -i localhost, "$pb"
+done
+step "ansible-lint" ansible-lint --profile production -q playbooks roles
+step "crds generated" python hack/crdgen/generate.py --check
+step "samples vs CRD schemas" python hack/check_samples.py
+
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'lint FAILED: %s\n' "${failed[*]}" >&2
+  exit 1
+fi
+echo "lint: all checks passed"

@@ -1,0 +1,3 @@
+module karmada-operator.local/testenv/pause
+
+go 1.24

@@ -1,0 +1,104 @@
+"""The real ansible-operator runtime runs our watches.yaml, playbooks and status module.
+
+A KarmadaDeployment gets the finalizer and a truthful status written by our own
+k8s_status module (conditions with reason, message, observedGeneration); a second
+reconcile with nothing new changes nothing; paused is honoured; deletion finalizes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from support import kube_apiserver
+from support.operator_runtime import OperatorProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cluster(bin_path, tmp_path_factory):
+    work = tmp_path_factory.mktemp("runtime")
+    server = kube_apiserver.start(bin_path("etcd"), bin_path("kube-apiserver"), bin_path("kubectl"), work)
+    operator = None
+    try:
+        server.kubectl("apply", "-k", str(ROOT / "config/crd"))
+        server.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        server.kubectl("create", "namespace", "karmada-system")
+        operator = OperatorProcess(bin_path("ansible-operator"), server.kubeconfig, work)
+        operator.wait_healthy()
+        yield server, operator
+    finally:
+        if operator:
+            operator.stop()
+        server.stop()
+
+
+def get(server, kind, name):
+    out = server.kubectl("get", kind, name, "-n", "karmada-system", "-o", "json", check=False)
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def wait_for(predicate, timeout, what, operator):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out waiting for {what}; operator log:\n{operator.log_tail()}")
+
+
+def ready_condition(obj):
+    for cond in (obj or {}).get("status", {}).get("conditions", []):
+        if cond["type"] == "Ready":
+            return cond
+    return None
+
+
+def test_status_finalizer_and_noop_reconcile(cluster):
+    server, operator = cluster
+    sample = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+    server.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(sample))
+    obj = wait_for(lambda: (o := get(server, "karmadadeployment", "karmada")) and ready_condition(o) and o,
+                   180, "a Ready condition", operator)
+    cond = ready_condition(obj)
+    assert cond["status"] == "False" and cond["reason"] == "InstallNotImplemented"
+    assert cond["observedGeneration"] == obj["metadata"]["generation"]
+    assert obj["status"]["phase"] == "Pending"
+    assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
+    assert "operator.karmada.io/finalizer" in obj["metadata"]["finalizers"]
+
+    # A new reconcile (annotation change, same generation) leaves status untouched.
+    rv_status = obj["status"]
+    server.kubectl("annotate", "karmadadeployment", "karmada", "-n", "karmada-system", "touch=1")
+    time.sleep(15)
+    again = get(server, "karmadadeployment", "karmada")
+    assert again["status"] == rv_status
+
+    # Paused: status says so.
+    server.kubectl("patch", "karmadadeployment", "karmada", "-n", "karmada-system", "--type=merge",
+                   "-p", '{"spec":{"paused":true}}')
+    wait_for(lambda: (c := ready_condition(get(server, "karmadadeployment", "karmada"))) and c["reason"] == "Paused",
+             120, "the Paused condition", operator)
+
+    # Deleting runs the finalizer and the object goes away.
+    server.kubectl("delete", "karmadadeployment", "karmada", "-n", "karmada-system", "--wait=false")
+    wait_for(lambda: get(server, "karmadadeployment", "karmada") is None, 120, "deletion", operator)
+
+
+@pytest.mark.parametrize("kind,reason", [("EtcdBackup", "BackupNotImplemented"),
+                                         ("EtcdRestore", "RestoreNotImplemented")])
+def test_backup_and_restore_report_truthfully(cluster, kind, reason):
+    server, operator = cluster
+    sample = yaml.safe_load((ROOT / f"config/samples/operator_v1alpha1_{kind.lower()}.yaml").read_text())
+    server.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(sample))
+    name = sample["metadata"]["name"]
+    obj = wait_for(lambda: (o := get(server, kind.lower(), name)) and ready_condition(o) and o, 180,
+                   f"{kind} status", operator)
+    assert ready_condition(obj)["reason"] == reason
+    server.kubectl("delete", kind.lower(), name, "-n", "karmada-system")
