@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The lint matrix from the source documents: ansible-lint (production profile), yamllint,
-# shellcheck, ruff (PEP 8), ansible-playbook --syntax-check on every playbook, generated
+# The lint matrix from the source documents: ansible-lint (production profile), yamllint, the
+# ShellCheck linter, ruff (PEP 8), ansible-playbook --syntax-check on every playbook, generated
 # CRDs up to date, samples valid against their CRD schemas (and broken ones not).
 # Runs every check, then fails if any failed.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 export ANSIBLE_CONFIG=$PWD/ansible.cfg
 failed=()
 step() {
