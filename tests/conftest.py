@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-for sub in ("plugins/module_utils", "plugins/modules", "tests"):
+# module_utils first: modules of the same name (karmada_pki) must not shadow the library.
+for sub in reversed(("plugins/module_utils", "tests", "plugins/modules")):
     path = str(ROOT / sub)
     if path not in sys.path:
         sys.path.insert(0, path)

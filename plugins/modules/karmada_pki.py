@@ -1,0 +1,262 @@
+#!/usr/bin/python
+"""Ansible module: compute the PKI set of a KarmadaDeployment (logic in module_utils/karmada_pki)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: karmada_pki
+short_description: Generate, check and rotate the certificates of one KarmadaDeployment
+description:
+  - Computes the whole PKI of a Karmada control plane with the C(cryptography) package
+    (no openssl) - a separate etcd CA, the Karmada CA, the front-proxy CA, the service-account
+    key pair, every leaf (karmada-apiserver serving, etcd client/server/peer/healthcheck,
+    front-proxy client, admin and per-component clients, aggregated-apiserver and webhook serving)
+    and kubeconfigs (C(admin.conf) and one per component). File names follow kubeadm
+    (C(ca.crt), C(apiserver.crt), C(etcd/server.crt), C(sa.key)...).
+  - Idempotent. Pass what is stored today in O(existing); a certificate is re-issued only when it is
+    missing, inside the renew window, signed by another CA, its SANs or subject changed, or its key
+    parameters changed. A (re)generated or replaced CA re-issues all of its leaves.
+  - The module never writes anything itself; the calling role stores RV(files) (or
+    RV(secret_groups)) in Secrets.
+  - B(Key material) is in the RV(files) and RV(secret_groups) return values. Every task that runs this
+    module, registers its result or uses those values must set C(no_log=true). Inputs are not marked
+    C(no_log) on purpose, because Ansible would then mask the same PEM text inside the returned files.
+  - See docs/certificates.md for the full set, the file names and the rotation rules.
+version_added: "0.1.0"
+author: Karmada-Operator maintainers
+options:
+  namespace:
+    description: Namespace of the KarmadaDeployment; goes into every service DNS SAN.
+    type: str
+    default: karmada-system
+  name:
+    description:
+      - Name of the KarmadaDeployment; default prefix of the service names and kubeconfig cluster name.
+    type: str
+    default: karmada
+  cluster_domain:
+    description: Cluster DNS domain of the host cluster (C(spec.clusterDomain)).
+    type: str
+    default: cluster.local
+  etcd:
+    description:
+      - "etcd names: C(replicas) (default 1), C(statefulSetName) (default C(<name>-etcd)),
+        C(memberNames) (default C(<statefulSetName>-<i>)), C(headlessServiceName) (default
+        C(<name>-etcd)), C(clientServiceName) (default C(<name>-etcd-client))."
+      - etcd server and peer certificates carry every member's pod DNS name in all its forms.
+    type: dict
+    default: {}
+  api_server:
+    description:
+      - "C(spec.apiServer): C(serviceName) (default C(<name>-apiserver)), C(port) (default 5443),
+        C(externalLoadBalancer) C({addresses, dnsNames, port}), C(certSANs), and optional
+        C(adminServerURL) / C(componentServerURL) to override the kubeconfig server URLs."
+      - C(admin.conf) points at the first external balancer DNS name (else address) when there is one,
+        else at the in-cluster service URL; component kubeconfigs always use the in-cluster URL.
+    type: dict
+    default: {}
+  aggregated_apiserver_service_name:
+    description: Service name of karmada-aggregated-apiserver (default C(<name>-aggregated-apiserver)).
+    type: str
+  webhook_service_name:
+    description: Service name of karmada-webhook (default C(<name>-webhook)).
+    type: str
+  components:
+    description: Components that get a client certificate and a kubeconfig. Default all known components.
+    type: list
+    elements: str
+  certificates:
+    description:
+      - "C(spec.certificates): C(caValidityDays) (3650), C(leafValidityDays) (365), C(renewBeforeDays)
+        (30), C(keyAlgorithm) C(RSA)|C(ECDSA) (RSA), C(keySize) (RSA 2048/3072/4096, ECDSA 256/384)."
+      - "Bring your own CA: C(ca), C(etcdCA), C(frontProxyCA), each C({cert, key}) PEM text (Secret keys
+        C(tls.crt)/C(tls.key) or C(ca.crt)/C(ca.key) are accepted too), read by the role from
+        C(spec.certificates.caSecretRef)."
+    type: dict
+    default: {}
+  existing:
+    description:
+      - What is stored today, kubeadm file name to PEM text (for example C(etcd/ca.crt)).
+      - Build it from the Secrets' data with the C(secret_groups) layout (C(pki), C(etcd), C(kubeconfig)).
+    type: dict
+    default: {}
+  existing_groups:
+    description: Alternative to O(existing) in the RV(secret_groups) layout (group to data dict).
+    type: dict
+    default: {}
+  existing_groups_base64:
+    description: The values in O(existing_groups) are base64 (a Secret's C(.data) as the API returns it).
+    type: bool
+    default: false
+  force_renew:
+    description:
+      - Names to re-issue (C(apiserver), C(etcd/server), C(ca), C(etcd/ca), C(front-proxy-ca), C(sa)...).
+        Re-issuing a CA re-issues its leaves. Unknown names are an error.
+      - Without O(force_renew_issued_before) this is one-shot (every call re-issues); pass it once.
+    type: list
+    elements: str
+    default: []
+  force_renew_issued_before:
+    description:
+      - RFC 3339 time. Makes O(force_renew) declarative and idempotent - a listed certificate is
+        re-issued only if it was issued before this time (for example the time a user asked for rotation).
+      - C(sa) has no issue time and stays one-shot.
+    type: str
+notes:
+  - Check mode is supported; the result is computed but nothing is stored by this module anyway.
+"""
+
+EXAMPLES = r"""
+- name: Compute the PKI set
+  karmada_pki:
+    namespace: "{{ ansible_operator_meta.namespace }}"
+    name: "{{ ansible_operator_meta.name }}"
+    cluster_domain: "{{ cluster_domain | default('cluster.local') }}"
+    etcd: {replicas: 3}
+    api_server: "{{ api_server | default({}) }}"
+    certificates: "{{ certificates | default({}) }}"
+    # the Secrets' .data as read by kubernetes.core.k8s_info (base64 values)
+    existing_groups:
+      pki: "{{ pki_secret.resources[0].data | default({}) }}"
+      etcd: "{{ etcd_secret.resources[0].data | default({}) }}"
+      kubeconfig: "{{ kubeconfig_secret.resources[0].data | default({}) }}"
+    existing_groups_base64: true
+  register: karmada_pki_result
+  no_log: true
+
+- name: Store the etcd certificates apart from Karmada's
+  kubernetes.core.k8s:
+    definition:
+      apiVersion: v1
+      kind: Secret
+      metadata:
+        name: "{{ ansible_operator_meta.name }}-etcd-pki"
+        namespace: "{{ ansible_operator_meta.namespace }}"
+      stringData: "{{ karmada_pki_result.secret_groups.etcd }}"
+  no_log: true
+
+- name: Report expiry dates (no key material in here)
+  ansible.builtin.debug:
+    msg: "{{ karmada_pki_result.certificates | items2dict(key_name='name', value_name='notAfter') }}"
+"""
+
+RETURN = r"""
+changed:
+  description: Whether any file was created or replaced (or an obsolete one dropped).
+  type: bool
+  returned: always
+certificates:
+  description: Metadata of every certificate (CAs first), safe to log and to put into status.
+  type: list
+  elements: dict
+  returned: always
+  sample:
+    - {name: apiserver, file: apiserver.crt, subject: CN=karmada-apiserver, issuer: ca,
+       notBefore: "2026-01-01T00:00:00Z", notAfter: "2027-01-01T00:00:00Z",
+       sans: [localhost, 127.0.0.1], keyAlgorithm: RSA, keySize: 3072, serial: 1f3a}
+changes:
+  description: >-
+    What was (re)issued and why. Reasons are missing, unparseable, key-mismatch, renew-window,
+    wrong-issuer, san-mismatch, subject-mismatch, ca-rotated, ca-replaced, forced, content-changed.
+  type: list
+  elements: dict
+  returned: always
+  sample: [{name: apiserver, reasons: [san-mismatch]}, {name: admin.conf, reasons: [content-changed]}]
+removed:
+  description: File names present in O(existing) that are no longer part of the set.
+  type: list
+  elements: str
+  returned: always
+pki_warnings:
+  description: Non-fatal findings (a leaf clamped to its CA's notAfter, a BYO CA near expiry).
+  type: list
+  elements: str
+  returned: always
+files:
+  description: KEY MATERIAL. The full set, kubeadm file name to PEM/YAML text. Use no_log.
+  type: dict
+  returned: always
+secret_groups:
+  description: >-
+    KEY MATERIAL. The same set split for Secrets with valid data keys: C(pki) (Karmada and front-proxy
+    CAs, leaves, sa.*), C(etcd) (the etcd/ files without the prefix), C(kubeconfig) (*.conf). Use no_log.
+  type: dict
+  returned: always
+"""
+
+import base64
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.karmada_pki import (
+    PkiInputError,
+    files_from_secret_groups,
+    reconcile_pki,
+    secret_groups,
+)
+
+ARGUMENT_SPEC = {
+    "namespace": {"type": "str", "default": "karmada-system"},
+    "name": {"type": "str", "default": "karmada"},
+    "cluster_domain": {"type": "str", "default": "cluster.local"},
+    "etcd": {"type": "dict", "default": {}},
+    "api_server": {"type": "dict", "default": {}},
+    "aggregated_apiserver_service_name": {"type": "str"},
+    "webhook_service_name": {"type": "str"},
+    "components": {"type": "list", "elements": "str"},
+    "certificates": {"type": "dict", "default": {}},
+    # not no_log: Ansible would then mask the same PEM text in the returned files; callers use no_log
+    "existing": {"type": "dict", "default": {}, "no_log": False},
+    "existing_groups": {"type": "dict", "default": {}, "no_log": False},
+    "existing_groups_base64": {"type": "bool", "default": False},
+    "force_renew": {"type": "list", "elements": "str", "default": []},
+    "force_renew_issued_before": {"type": "str"},
+}
+
+
+def pki_input(params: dict) -> dict:
+    """Module parameters (snake_case) to the library's input dict (the CR's camelCase)."""
+    groups = params["existing_groups"] or {}
+    if params["existing_groups_base64"]:
+        groups = {
+            g: {k: base64.b64decode(v).decode() for k, v in (d or {}).items()} for g, d in groups.items()
+        }
+    existing = files_from_secret_groups(groups)
+    existing.update(params["existing"] or {})
+    return {
+        "namespace": params["namespace"],
+        "name": params["name"],
+        "clusterDomain": params["cluster_domain"],
+        "etcd": params["etcd"],
+        "apiServer": params["api_server"],
+        "aggregatedApiServerServiceName": params["aggregated_apiserver_service_name"],
+        "webhookServiceName": params["webhook_service_name"],
+        "components": params["components"],
+        "certificates": params["certificates"],
+        "forceRenew": params["force_renew"],
+        "forceRenewIssuedBefore": params["force_renew_issued_before"],
+        "existing": existing,
+    }
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    try:
+        result = reconcile_pki(pki_input(module.params))
+    except PkiInputError as exc:
+        module.fail_json(msg=str(exc), field=exc.field)
+    for warning in result.warnings:
+        module.warn(warning)
+    module.exit_json(
+        changed=result.changed,
+        certificates=result.certificates,
+        changes=result.changes,
+        removed=result.removed,
+        pki_warnings=result.warnings,
+        files=result.files,
+        secret_groups=secret_groups(result.files),
+    )
+
+
+if __name__ == "__main__":
+    main()
