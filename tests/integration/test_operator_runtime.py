@@ -60,35 +60,53 @@ def ready_condition(obj):
     return None
 
 
-def test_status_finalizer_and_noop_reconcile(cluster):
+def test_failed_step_is_reported_then_paused_then_finalized(cluster):
+    """External etcd whose TLS Secret is missing: the PKI step runs, the etcd step fails, and
+    status says which field is wrong, without the operator crashing; then pause and delete."""
     server, operator = cluster
     sample = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+    sample["spec"]["etcd"] = {"external": {"endpoints": ["https://etcd.example.invalid:2379"],
+                                           "tlsSecretRef": {"name": "missing-etcd-tls"}}}
+    sample["spec"]["certificates"]["keySize"] = 2048
     server.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(sample))
-    obj = wait_for(lambda: (o := get(server, "karmadadeployment", "karmada")) and ready_condition(o) and o,
-                   180, "a Ready condition", operator)
+    obj = wait_for(lambda: (o := get(server, "karmadadeployment", "karmada")) and
+                   (c := ready_condition(o)) and c["reason"] == "EtcdNotReady" and o,
+                   180, "the EtcdNotReady condition", operator)
     cond = ready_condition(obj)
-    assert cond["status"] == "False" and cond["reason"] == "InstallNotImplemented"
+    assert cond["status"] == "False"
+    assert "spec.etcd.external.tlsSecretRef" in cond["message"]
     assert cond["observedGeneration"] == obj["metadata"]["generation"]
-    assert obj["status"]["phase"] == "Pending"
-    assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
+    assert obj["status"]["phase"] == "Failed"
     assert "operator.karmada.io/finalizer" in obj["metadata"]["finalizers"]
+    assert operator.proc.poll() is None, "the operator must keep running"
 
-    # A new reconcile (annotation change, same generation) leaves status untouched.
-    rv_status = obj["status"]
-    server.kubectl("annotate", "karmadadeployment", "karmada", "-n", "karmada-system", "touch=1")
-    time.sleep(15)
-    again = get(server, "karmadadeployment", "karmada")
-    assert again["status"] == rv_status
+    # The certificates step ran before: kubeadm-named material in three Secrets.
+    pki = json.loads(server.kubectl("get", "secret", "karmada-pki", "-n", "karmada-system", "-o", "json").stdout)
+    for key in ("ca.crt", "ca.key", "apiserver.crt", "apiserver-etcd-client.crt", "front-proxy-ca.crt",
+                "front-proxy-client.crt", "sa.key", "sa.pub", "karmada-webhook.crt"):
+        assert key in pki["data"], key
+    etcd = json.loads(server.kubectl("get", "secret", "karmada-etcd-pki", "-n", "karmada-system",
+                                     "-o", "json").stdout)
+    assert {"ca.crt", "server.crt", "peer.crt", "healthcheck-client.crt"} <= set(etcd["data"])
+    wait_for(lambda: "EtcdNotReady" in server.kubectl(
+        "get", "events", "-n", "karmada-system", "--field-selector", "involvedObject.name=karmada,type=Warning",
+        "-o", "json").stdout, 60, "a Warning Event", operator)
 
     # Paused: status says so.
     server.kubectl("patch", "karmadadeployment", "karmada", "-n", "karmada-system", "--type=merge",
                    "-p", '{"spec":{"paused":true}}')
     wait_for(lambda: (c := ready_condition(get(server, "karmadadeployment", "karmada"))) and c["reason"] == "Paused",
              120, "the Paused condition", operator)
+    # While paused nothing changes: reconciles triggered now end with the same status.
+    paused = get(server, "karmadadeployment", "karmada")["status"]
+    server.kubectl("annotate", "karmadadeployment", "karmada", "-n", "karmada-system", "touch=1")
+    time.sleep(8)
+    assert get(server, "karmadadeployment", "karmada")["status"] == paused
 
-    # Deleting runs the finalizer and the object goes away.
+    # Deleting runs the finalizer (deletionPolicy Delete removes the Secrets) and the object goes away.
     server.kubectl("delete", "karmadadeployment", "karmada", "-n", "karmada-system", "--wait=false")
-    wait_for(lambda: get(server, "karmadadeployment", "karmada") is None, 120, "deletion", operator)
+    wait_for(lambda: get(server, "karmadadeployment", "karmada") is None, 180, "deletion", operator)
+    assert get(server, "secret", "karmada-pki") is None
 
 
 @pytest.mark.parametrize("kind,reason", [("EtcdBackup", "BackupNotImplemented"),

@@ -1,0 +1,48 @@
+"""Jinja filters for the Karmada roles (logic lives in plugins/module_utils)."""
+
+from __future__ import annotations
+
+import base64
+
+import sys
+from pathlib import Path
+
+# Controller-side plugins cannot import custom module_utils through ansible.module_utils
+# (only modules get them, packed by AnsiballZ), so load the same files as plain Python.
+_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
+if _MODULE_UTILS not in sys.path:
+    sys.path.append(_MODULE_UTILS)
+
+from karmada_kubeconfig import server_of, with_server  # noqa: E402
+from karmada_observed import component_status, etcd_status, pick  # noqa: E402
+from karmada_plan import config_hash  # noqa: E402
+
+
+def b64_values(data: dict) -> dict:
+    """{key: text} -> {key: base64(text)}, the form of a Secret's data."""
+    return {k: base64.b64encode(str(v).encode()).decode() for k, v in sorted((data or {}).items())}
+
+
+def b64_decode_values(data: dict) -> dict:
+    """A Secret's data back to {key: text}."""
+    return {k: base64.b64decode(v).decode() for k, v in sorted((data or {}).items())}
+
+
+def as_kind(name: str, kind: str) -> dict:
+    """A name to {kind, name}, for loops over objects of several kinds."""
+    return {"kind": kind, "name": name}
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "karmada_kubeconfig_server": with_server,
+            "karmada_kubeconfig_server_of": server_of,
+            "karmada_config_hash": config_hash,
+            "karmada_b64_values": b64_values,
+            "karmada_component_status": component_status,
+            "karmada_etcd_status": etcd_status,
+            "karmada_pick": pick,
+            "karmada_kind": as_kind,
+            "karmada_b64_decode_values": b64_decode_values,
+        }

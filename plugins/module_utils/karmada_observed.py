@@ -1,0 +1,66 @@
+"""Turn what the host cluster reports into the KarmadaDeployment's status fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _image_tag(image: str) -> str:
+    tail = image.rsplit("/", 1)[-1]
+    return tail.split(":", 1)[1] if ":" in tail else ""
+
+
+def component_status(deployments: list[dict[str, Any]], plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """status.components: one entry per workload the plan names, with the version it runs."""
+    by_name = {d["metadata"]["name"]: d for d in deployments}
+    wanted = [(plan["apiserver"]["name"], plan["apiserver"]["version"], "karmada-apiserver")]
+    wanted += [(c["name"], c["version"], c["component"]) for c in plan["components"] if c["enabled"]]
+    out = []
+    for name, desired, component in wanted:
+        dep = by_name.get(name) or {}
+        containers = (((dep.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+        status = dep.get("status") or {}
+        out.append({
+            "name": component,
+            "version": _image_tag(containers[0]["image"]) if containers else "",
+            "desiredVersion": desired,
+            "replicas": int((dep.get("spec") or {}).get("replicas") or 0),
+            "readyReplicas": int(status.get("readyReplicas") or 0),
+        })
+    return out
+
+
+def _pod_ready(pod: dict[str, Any]) -> bool:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
+                health: dict[str, Any] | None = None) -> dict[str, Any]:
+    """status.etcd: endpoints and members; member details from etcd_health when given."""
+    etcd = plan["etcd"]
+    members_health = {m.get("name"): m for m in (health or {}).get("members") or []}
+    members = []
+    pods_by_name = {p["metadata"]["name"]: p for p in pods}
+    for name in etcd.get("members") or []:
+        h = members_health.get(name) or {}
+        entry: dict[str, Any] = {
+            "name": name,
+            "healthy": bool(h.get("reachable", _pod_ready(pods_by_name.get(name) or {}))),
+            "leader": bool(h.get("leader", False)),
+            "learner": bool(h.get("learner", False)),
+        }
+        if h.get("id"):
+            entry["id"] = h["id"]
+        if h.get("version"):
+            entry["version"] = h["version"]
+        if h.get("dbSize") is not None:
+            entry["dbSizeBytes"] = int(h["dbSize"])
+        members.append(entry)
+    return {"endpoints": list(etcd.get("endpoints") or []), "members": members}
+
+
+def pick(data: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    return {k: data[k] for k in keys if k in data}

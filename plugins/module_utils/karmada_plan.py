@@ -1,0 +1,405 @@
+"""Everything the install derives from a KarmadaDeployment, as one plain dictionary.
+
+The roles render templates from this plan and never compute names, images or flags
+themselves, so the whole install can be read (and tested) here: ``build_plan(cr)``
+takes the custom resource as the API server returns it (defaults filled in) and returns
+object names, images, command lines and pod settings for every component, in install
+order. Nothing here talks to a cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+DEFAULT_KARMADA_VERSION = "v1.18.2"
+DEFAULT_KUBERNETES_VERSION = "v1.34.12"
+DEFAULT_ETCD_TAG = "3.6.6-0"
+ETCD_CLIENT_PORT = 2379
+ETCD_PEER_PORT = 2380
+ETCD_METRICS_PORT = 2381
+APISERVER_PORT = 5443
+# Inside karmada-apiserver (the Karmada "cluster"), not the host cluster.
+KARMADA_SERVICE_CIDR = "10.96.0.0/12"
+PKI_DIR = "/etc/kubernetes/pki"
+ETCD_PKI_DIR = "/etc/kubernetes/pki/etcd"
+KUBECONFIG_DIR = "/etc/kubernetes/config"
+
+# spec.components key -> (component name, binary or None for kube images, default replicas)
+COMPONENTS: dict[str, tuple[str, str]] = {
+    "aggregatedAPIServer": ("aggregated-apiserver", "karmada-aggregated-apiserver"),
+    "kubeControllerManager": ("kube-controller-manager", "kube-controller-manager"),
+    "controllerManager": ("controller-manager", "karmada-controller-manager"),
+    "scheduler": ("scheduler", "karmada-scheduler"),
+    "webhook": ("webhook", "karmada-webhook"),
+    "descheduler": ("descheduler", "karmada-descheduler"),
+    "search": ("search", "karmada-search"),
+    "metricsAdapter": ("metrics-adapter", "karmada-metrics-adapter"),
+}
+OPTIONAL = {"descheduler", "search", "metricsAdapter"}
+# Optional components whose serving certificates and APIService wiring are not built yet.
+NOT_YET = {"search", "metricsAdapter"}
+
+
+class PlanError(ValueError):
+    """A spec the operator cannot act on; ``field`` names the spec path."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def _image(registry: str, repository: str, tag: str, override: dict[str, Any] | None) -> str:
+    override = override or {}
+    return f"{override.get('registry') or registry}/{override.get('repository') or repository}:" \
+           f"{override.get('tag') or tag}"
+
+
+def _args(defaults: dict[str, Any], extra: dict[str, str] | None, gates: dict[str, bool]) -> list[str]:
+    """Command-line flags: defaults, then feature gates, then the user's extraArgs (which win)."""
+    merged: dict[str, Any] = dict(defaults)
+    if gates:
+        merged["feature-gates"] = ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
+    merged.update(extra or {})
+    return [f"--{k}={v}" for k, v in sorted(merged.items())]
+
+
+def _pod(spec: dict[str, Any], comp: dict[str, Any], default_replicas: int) -> dict[str, Any]:
+    """Pod-level settings of a component: its own win over spec.globals."""
+    glob = spec.get("globals") or {}
+    images = spec.get("images") or {}
+    node_selector = dict(glob.get("nodeSelector") or {})
+    node_selector.update(comp.get("nodeSelector") or {})
+    replicas = comp.get("replicas")
+    return {
+        "replicas": default_replicas if replicas is None else int(replicas),
+        "resources": comp.get("resources") or {},
+        "nodeSelector": node_selector,
+        "tolerations": list(glob.get("tolerations") or []) + list(comp.get("tolerations") or []),
+        "affinity": comp.get("affinity") or {},
+        "priorityClassName": comp.get("priorityClassName") or "",
+        "imagePullPolicy": images.get("pullPolicy") or "IfNotPresent",
+        "imagePullSecrets": [{"name": s["name"]} for s in images.get("pullSecrets") or []],
+    }
+
+
+def _gates(spec: dict[str, Any], comp: dict[str, Any]) -> dict[str, bool]:
+    gates = dict((spec.get("globals") or {}).get("featureGates") or {})
+    gates.update(comp.get("featureGates") or {})
+    return gates
+
+
+def config_hash(*parts: Any) -> str:
+    """A short stable hash of anything JSON-serializable; put on pod templates so a change rolls them."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
+    meta = cr.get("metadata") or {}
+    spec = cr.get("spec") or {}
+    name = meta.get("name") or ""
+    ns = meta.get("namespace") or ""
+    if not name or not ns:
+        raise PlanError("metadata", "the KarmadaDeployment needs a name and a namespace")
+    domain = spec.get("clusterDomain") or "cluster.local"
+    karmada_version = spec.get("karmadaVersion") or DEFAULT_KARMADA_VERSION
+    kube_version = spec.get("kubernetesVersion") or DEFAULT_KUBERNETES_VERSION
+    images = spec.get("images") or {}
+    karmada_registry = images.get("karmadaRegistry") or "docker.io/karmada"
+    kube_registry = images.get("kubernetesRegistry") or "registry.k8s.io"
+    glob = spec.get("globals") or {}
+
+    def svc_dns(service: str) -> str:
+        return f"{service}.{ns}.svc.{domain}"
+
+    names = {
+        "etcd": f"{name}-etcd",
+        "etcdClientService": f"{name}-etcd-client",
+        "etcdPeerService": f"{name}-etcd",
+        "apiserver": f"{name}-apiserver",
+        "pkiSecret": f"{name}-pki",
+        "etcdPkiSecret": f"{name}-etcd-pki",
+        "kubeconfigSecret": f"{name}-kubeconfigs",
+        "adminKubeconfigSecret": f"{name}-admin-kubeconfig",
+    }
+    labels = {
+        "app.kubernetes.io/part-of": "karmada",
+        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/managed-by": "karmada-operator",
+    }
+    labels.update(glob.get("labels") or {})
+    annotations = dict(glob.get("annotations") or {})
+
+    etcd = _etcd_plan(spec, name, ns, domain, kube_registry, names)
+    apiserver = _apiserver_plan(spec, name, ns, domain, kube_registry, kube_version, names, etcd)
+    apiserver["serviceDNS"] = svc_dns(names["apiserver"])
+    components = []
+    for key, (suffix, binary) in COMPONENTS.items():
+        comp = (spec.get("components") or {}).get(key) or {}
+        enabled = bool(comp.get("enabled", key not in OPTIONAL))
+        if enabled and key in NOT_YET:
+            raise PlanError(f"spec.components.{key}.enabled",
+                            f"{binary} is not installed by this operator version yet; set enabled: false")
+        if key == "kubeControllerManager":
+            image = _image(kube_registry, "kube-controller-manager", kube_version, comp.get("image"))
+            command = ["kube-controller-manager"]
+        else:
+            image = _image(karmada_registry, binary, karmada_version, comp.get("image"))
+            command = [f"/bin/{binary}"]
+        deploy_name = f"{name}-{suffix}"
+        defaults = _component_defaults(key, name, ns)
+        components.append({
+            "key": key,
+            "name": deploy_name,
+            "component": binary,
+            "enabled": enabled,
+            "image": image,
+            "version": (comp.get("image") or {}).get("tag")
+            or (kube_version if key == "kubeControllerManager" else karmada_version),
+            "command": command,
+            "args": _args(defaults, comp.get("extraArgs"), _gates(spec, comp)),
+            "kubeconfigSecret": f"{name}-{suffix}-kubeconfig",
+            "service": deploy_name if key in {"aggregatedAPIServer", "webhook", "search", "metricsAdapter"} else "",
+            "serviceDNS": svc_dns(deploy_name),
+            "pod": _pod(spec, comp, 1),
+        })
+
+    api = spec.get("apiServer") or {}
+    lb = api.get("externalLoadBalancer") or {}
+    lb_hosts = list(lb.get("dnsNames") or []) + list(lb.get("addresses") or [])
+    lb_port = int(lb.get("port") or 443)
+    in_cluster = f"https://{svc_dns(names['apiserver'])}:{APISERVER_PORT}"
+    external = [f"https://{_host(h)}:{lb_port}" for h in lb_hosts]
+    return {
+        "name": name,
+        "namespace": ns,
+        "clusterDomain": domain,
+        "karmadaVersion": karmada_version,
+        "kubernetesVersion": kube_version,
+        "labels": labels,
+        "annotations": annotations,
+        "names": names,
+        "etcd": etcd,
+        "apiserver": apiserver,
+        "components": components,
+        "enabledComponents": [c["name"] for c in components if c["enabled"]],
+        "endpoints": {
+            "inCluster": in_cluster,
+            "external": external,
+            # What generated kubeconfigs name: the balancer when there is one.
+            "kubeconfigServer": external[0] if external else in_cluster,
+        },
+        "paused": bool(spec.get("paused", False)),
+        "deletionPolicy": spec.get("deletionPolicy") or "Delete",
+        "pki": _pki_input(spec, name, ns, domain, names, etcd, components),
+        "crds": spec.get("crds") or {},
+    }
+
+
+def _host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: str,
+               names: dict[str, str]) -> dict[str, Any]:
+    etcd = spec.get("etcd") or {"local": {}}
+    if etcd.get("local") and etcd.get("external"):
+        raise PlanError("spec.etcd", "set exactly one of etcd.local and etcd.external")
+    if etcd.get("external"):
+        ext = etcd["external"]
+        endpoints = list(ext.get("endpoints") or [])
+        if not endpoints:
+            raise PlanError("spec.etcd.external.endpoints", "at least one endpoint is needed")
+        return {"mode": "external", "endpoints": endpoints, "tlsSecret": ext["tlsSecretRef"]["name"],
+                "replicas": 0, "members": []}
+    local = etcd.get("local") or {}
+    replicas = int(local.get("replicas") or 3)
+    if replicas not in (1, 3, 5, 7):
+        raise PlanError("spec.etcd.local.replicas", f"{replicas} is not 1, 3, 5 or 7")
+    sts = names["etcd"]
+    peer_svc = names["etcdPeerService"]
+    members = [f"{sts}-{i}" for i in range(replicas)]
+    peer_dns = [f"{m}.{peer_svc}.{ns}.svc.{domain}" for m in members]
+    storage = local.get("storage") or {}
+    return {
+        "mode": "local",
+        "replicas": replicas,
+        "members": members,
+        "memberDNS": peer_dns,
+        "image": _image(registry, "etcd", local.get("version") or DEFAULT_ETCD_TAG, local.get("image")),
+        "initialCluster": ",".join(f"{m}=https://{d}:{ETCD_PEER_PORT}" for m, d in zip(members, peer_dns,
+                                                                                        strict=True)),
+        "endpoints": [f"https://{names['etcdClientService']}.{ns}.svc.{domain}:{ETCD_CLIENT_PORT}"],
+        "memberEndpoints": [f"https://{d}:{ETCD_CLIENT_PORT}" for d in peer_dns],
+        "storage": {
+            "type": storage.get("type") or "PersistentVolumeClaim",
+            "size": str(storage.get("size") or "8Gi"),
+            "storageClassName": storage.get("storageClassName") or "",
+            "hostPath": storage.get("hostPath") or "",
+        },
+        "args": _args({}, local.get("extraArgs"), {}),
+        "pod": _pod(spec, local, replicas),
+    }
+
+
+def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: str, version: str,
+                    names: dict[str, str], etcd: dict[str, Any]) -> dict[str, Any]:
+    api = spec.get("apiServer") or {}
+    if etcd["mode"] == "external":
+        etcd_dir = "/etc/kubernetes/pki/external-etcd"
+        etcd_files = {"etcd-cafile": f"{etcd_dir}/ca.crt", "etcd-certfile": f"{etcd_dir}/tls.crt",
+                      "etcd-keyfile": f"{etcd_dir}/tls.key"}
+    else:
+        etcd_files = {"etcd-cafile": f"{ETCD_PKI_DIR}/ca.crt",
+                      "etcd-certfile": f"{PKI_DIR}/apiserver-etcd-client.crt",
+                      "etcd-keyfile": f"{PKI_DIR}/apiserver-etcd-client.key"}
+    defaults = {
+        "allow-privileged": "true",
+        "authorization-mode": "Node,RBAC",
+        "bind-address": "0.0.0.0",
+        "client-ca-file": f"{PKI_DIR}/ca.crt",
+        "disable-admission-plugins": "StorageObjectInUseProtection,ServiceAccount",
+        "enable-admission-plugins": "NodeRestriction",
+        "enable-bootstrap-token-auth": "true",
+        "etcd-servers": ",".join(etcd["endpoints"]),
+        "etcd-prefix": "/registry",
+        "max-mutating-requests-inflight": "500",
+        "max-requests-inflight": "1500",
+        "proxy-client-cert-file": f"{PKI_DIR}/front-proxy-client.crt",
+        "proxy-client-key-file": f"{PKI_DIR}/front-proxy-client.key",
+        "requestheader-allowed-names": "front-proxy-client",
+        "requestheader-client-ca-file": f"{PKI_DIR}/front-proxy-ca.crt",
+        "requestheader-extra-headers-prefix": "X-Remote-Extra-",
+        "requestheader-group-headers": "X-Remote-Group",
+        "requestheader-username-headers": "X-Remote-User",
+        "secure-port": str(APISERVER_PORT),
+        "service-account-issuer": f"https://kubernetes.default.svc.{domain}",
+        "service-account-key-file": f"{PKI_DIR}/sa.pub",
+        "service-account-signing-key-file": f"{PKI_DIR}/sa.key",
+        "service-cluster-ip-range": KARMADA_SERVICE_CIDR,
+        "tls-cert-file": f"{PKI_DIR}/apiserver.crt",
+        "tls-private-key-file": f"{PKI_DIR}/apiserver.key",
+        "tls-min-version": "VersionTLS12",
+        **etcd_files,
+    }
+    lb = api.get("externalLoadBalancer") or {}
+    return {
+        "name": names["apiserver"],
+        "image": _image(registry, "kube-apiserver", version, api.get("image")),
+        "version": (api.get("image") or {}).get("tag") or version,
+        "serviceType": api.get("serviceType") or "ClusterIP",
+        "nodePort": api.get("nodePort"),
+        "port": APISERVER_PORT,
+        "args": _args(defaults, api.get("extraArgs"), _gates(spec, api)),
+        "pod": _pod(spec, api, int(api.get("replicas") or 1)),
+        "externalLoadBalancer": {"addresses": list(lb.get("addresses") or []),
+                                 "dnsNames": list(lb.get("dnsNames") or []), "port": int(lb.get("port") or 443)},
+        "certSANs": list(api.get("certSANs") or []),
+    }
+
+
+def _component_defaults(key: str, name: str, ns: str) -> dict[str, Any]:
+    kubeconfig = f"{KUBECONFIG_DIR}/kubeconfig"
+    if key == "kubeControllerManager":
+        return {
+            "kubeconfig": kubeconfig,
+            "authentication-kubeconfig": kubeconfig,
+            "authorization-kubeconfig": kubeconfig,
+            "bind-address": "0.0.0.0",
+            "client-ca-file": f"{PKI_DIR}/ca.crt",
+            "cluster-name": name,
+            "cluster-signing-cert-file": f"{PKI_DIR}/ca.crt",
+            "cluster-signing-key-file": f"{PKI_DIR}/ca.key",
+            # Only what a Karmada control plane needs: there are no nodes behind it.
+            "controllers": "namespace,garbagecollector,serviceaccount-token,ttl-after-finished,bootstrapsigner,"
+                           "csrcleaner,csrsigning,clusterrole-aggregation",
+            "leader-elect": "true",
+            "root-ca-file": f"{PKI_DIR}/ca.crt",
+            "service-account-private-key-file": f"{PKI_DIR}/sa.key",
+            "service-cluster-ip-range": KARMADA_SERVICE_CIDR,
+            "use-service-account-credentials": "true",
+            "v": "2",
+        }
+    if key == "aggregatedAPIServer":
+        return {
+            "kubeconfig": kubeconfig,
+            "authentication-kubeconfig": kubeconfig,
+            "authorization-kubeconfig": kubeconfig,
+            "tls-cert-file": f"{PKI_DIR}/karmada-aggregated-apiserver.crt",
+            "tls-private-key-file": f"{PKI_DIR}/karmada-aggregated-apiserver.key",
+            "tls-min-version": "VersionTLS12",
+            "audit-log-path": "-",
+            "bind-address": "$(POD_IP)",
+            "secure-port": "443",
+            "v": "2",
+        }
+    if key == "webhook":
+        return {
+            "kubeconfig": kubeconfig,
+            "bind-address": "$(POD_IP)",
+            "metrics-bind-address": "$(POD_IP):8080",
+            "health-probe-bind-address": "$(POD_IP):8000",
+            "secure-port": "8443",
+            "cert-dir": "/var/serving-cert",
+            "v": "2",
+        }
+    common = {
+        "kubeconfig": kubeconfig,
+        "metrics-bind-address": "$(POD_IP):8080",
+        "leader-elect-resource-namespace": "karmada-system",
+        "v": "2",
+    }
+    if key == "controllerManager":
+        common.update({"health-probe-bind-address": "$(POD_IP):10357", "cluster-status-update-frequency": "10s"})
+    elif key == "scheduler":
+        common.update({"health-probe-bind-address": "$(POD_IP):10351", "enable-scheduler-estimator": "false"})
+    elif key == "descheduler":
+        common.update({"health-probe-bind-address": "$(POD_IP):10358",
+                       "scheduler-estimator-ca-file": f"{PKI_DIR}/ca.crt"})
+    elif key == "search":
+        common = {"kubeconfig": kubeconfig, "authentication-kubeconfig": kubeconfig,
+                  "authorization-kubeconfig": kubeconfig, "bind-address": "$(POD_IP)", "secure-port": "443",
+                  "tls-cert-file": f"{PKI_DIR}/search.crt", "tls-private-key-file": f"{PKI_DIR}/search.key",
+                  "audit-log-path": "-", "v": "2"}
+    elif key == "metricsAdapter":
+        common = {"kubeconfig": kubeconfig, "authentication-kubeconfig": kubeconfig,
+                  "authorization-kubeconfig": kubeconfig, "client-ca-file": f"{PKI_DIR}/ca.crt",
+                  "tls-cert-file": f"{PKI_DIR}/metrics-adapter.crt",
+                  "tls-private-key-file": f"{PKI_DIR}/metrics-adapter.key", "secure-port": "443",
+                  "audit-log-path": "-", "v": "2"}
+    return common
+
+
+def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dict[str, str],
+               etcd: dict[str, Any], components: list[dict[str, Any]]) -> dict[str, Any]:
+    """Parameters of the karmada_pki module (names and SANs derived from the plan).
+
+    spec.certificates.caSecretRef is resolved by the role (it reads the Secret) and passed as
+    certificates.ca; everything else comes from here.
+    """
+    api = spec.get("apiServer") or {}
+    certs = {k: v for k, v in (spec.get("certificates") or {}).items() if k != "caSecretRef"}
+    by_key = {c["key"]: c for c in components}
+    return {
+        "name": name,
+        "namespace": ns,
+        "cluster_domain": domain,
+        "certificates": certs,
+        "api_server": {
+            "serviceName": names["apiserver"],
+            "port": APISERVER_PORT,
+            "externalLoadBalancer": api.get("externalLoadBalancer") or {},
+            "certSANs": list(api.get("certSANs") or []),
+        },
+        "etcd": {
+            "replicas": max(etcd.get("replicas", 0), 1),
+            "memberNames": etcd.get("members") or [f"{names['etcd']}-0"],
+            "headlessServiceName": names["etcdPeerService"],
+            "clientServiceName": names["etcdClientService"],
+        },
+        "aggregated_apiserver_service_name": by_key["aggregatedAPIServer"]["name"],
+        "webhook_service_name": by_key["webhook"]["name"],
+        "components": [c["component"] for c in components if c["enabled"]],
+    }

@@ -1,0 +1,57 @@
+#!/usr/bin/python
+"""Derive the install plan of a KarmadaDeployment (names, images, flags, pod settings)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: karmada_plan
+short_description: Compute everything the install derives from a KarmadaDeployment
+description:
+  - Pure computation, no cluster access. Takes the custom resource as the API server returns it
+    (schema defaults filled in) and returns object names, images, command-line flags and pod
+    settings of every component in install order, the etcd topology, the apiserver endpoints
+    and the input of the karmada_pki module.
+  - Problems only the operator can judge come back as a failure with C(field) naming the spec path.
+options:
+  resource:
+    description: The KarmadaDeployment object (metadata and spec).
+    type: dict
+    required: true
+author: Karmada-Operator developers
+"""
+
+EXAMPLES = r"""
+- name: Plan the install
+  karmada_plan:
+    resource: "{{ _operator_karmada_io_karmadadeployment }}"
+  register: karmada_deployment_plan
+"""
+
+RETURN = r"""
+plan:
+  description: The plan; see plugins/module_utils/karmada_plan.py for its keys.
+  returned: success
+  type: dict
+field:
+  description: Spec path of the problem when the module fails.
+  returned: failure
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.karmada_plan import PlanError, build_plan  # noqa: E402
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec={"resource": {"type": "dict", "required": True}},
+                           supports_check_mode=True)
+    try:
+        plan = build_plan(module.params["resource"])
+    except PlanError as exc:
+        module.fail_json(msg=str(exc), field=exc.field)
+    module.exit_json(changed=False, plan=plan)
+
+
+if __name__ == "__main__":
+    main()

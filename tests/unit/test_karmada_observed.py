@@ -1,0 +1,38 @@
+from pathlib import Path
+
+import karmada_observed as ko
+import karmada_plan as kp
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAN = kp.build_plan(yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text()))
+
+
+def deployment(name, image, replicas, ready):
+    return {"metadata": {"name": name}, "spec": {"replicas": replicas, "template": {"spec": {
+        "containers": [{"image": image}]}}}, "status": {"readyReplicas": ready}}
+
+
+def test_component_status_reports_running_version_and_ready_replicas():
+    deps = [deployment("karmada-apiserver", "registry.k8s.io/kube-apiserver:v1.34.12", 1, 1),
+            deployment("karmada-scheduler", "reg:5000/karmada/karmada-scheduler:v1.18.1", 2, 1)]
+    out = {c["name"]: c for c in ko.component_status(deps, PLAN)}
+    assert out["karmada-apiserver"] == {"name": "karmada-apiserver", "version": "v1.34.12",
+                                        "desiredVersion": "v1.34.12", "replicas": 1, "readyReplicas": 1}
+    assert out["karmada-scheduler"]["version"] == "v1.18.1"
+    assert out["karmada-scheduler"]["desiredVersion"] == "v1.18.2"
+    assert out["karmada-webhook"]["readyReplicas"] == 0  # missing workload shows as not ready
+    assert "karmada-descheduler" not in out
+
+
+def test_etcd_status_uses_health_when_given_and_pod_readiness_otherwise():
+    pods = [{"metadata": {"name": "karmada-etcd-0"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]
+    health = {"members": [{"name": "karmada-etcd-1", "reachable": True, "leader": True, "id": "8e9e05c52164694d",
+                           "dbSize": 20480, "version": "3.6.6"}]}
+    out = ko.etcd_status(pods, PLAN, health)
+    members = {m["name"]: m for m in out["members"]}
+    assert members["karmada-etcd-0"]["healthy"] is True and members["karmada-etcd-0"]["leader"] is False
+    assert members["karmada-etcd-1"] == {"name": "karmada-etcd-1", "healthy": True, "leader": True,
+                                         "learner": False, "id": "8e9e05c52164694d", "version": "3.6.6",
+                                         "dbSizeBytes": 20480}
+    assert members["karmada-etcd-2"]["healthy"] is False

@@ -1,0 +1,131 @@
+"""The install plan derived from a KarmadaDeployment."""
+
+from pathlib import Path
+
+import karmada_plan as kp
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sample():
+    return yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+
+
+def comp(plan, key):
+    return next(c for c in plan["components"] if c["key"] == key)
+
+
+def test_sample_plan_names_images_and_etcd_topology():
+    plan = kp.build_plan(sample())
+    assert plan["names"]["apiserver"] == "karmada-apiserver"
+    assert plan["etcd"]["members"] == ["karmada-etcd-0", "karmada-etcd-1", "karmada-etcd-2"]
+    assert plan["etcd"]["initialCluster"].split(",")[1] == (
+        "karmada-etcd-1=https://karmada-etcd-1.karmada-etcd.karmada-system.svc.cluster.local:2380")
+    assert plan["apiserver"]["image"] == "registry.k8s.io/kube-apiserver:v1.34.12"
+    assert comp(plan, "scheduler")["image"] == "docker.io/karmada/karmada-scheduler:v1.18.2"
+    assert comp(plan, "kubeControllerManager")["image"] == "registry.k8s.io/kube-controller-manager:v1.34.12"
+    assert plan["endpoints"]["kubeconfigServer"] == "https://karmada.example.com:443"
+    assert plan["endpoints"]["inCluster"] == "https://karmada-apiserver.karmada-system.svc.cluster.local:5443"
+    # Optional components are off unless enabled.
+    assert plan["enabledComponents"] == ["karmada-aggregated-apiserver", "karmada-kube-controller-manager",
+                                         "karmada-controller-manager", "karmada-scheduler", "karmada-webhook"]
+
+
+def test_flags_feature_gates_and_extra_args_win():
+    cr = sample()
+    cr["spec"]["globals"]["featureGates"] = {"Failover": False, "GracefulEviction": True}
+    cr["spec"]["components"]["controllerManager"]["extraArgs"] = {"v": "4", "concurrent-work-syncs": "10"}
+    cm = comp(kp.build_plan(cr), "controllerManager")
+    assert "--feature-gates=Failover=true,GracefulEviction=true" in cm["args"]  # component wins over globals
+    assert "--v=4" in cm["args"] and "--v=2" not in cm["args"]
+    assert "--concurrent-work-syncs=10" in cm["args"]
+    assert cm["args"] == sorted(cm["args"])
+
+
+def test_image_overrides_and_pull_settings():
+    cr = sample()
+    cr["spec"]["images"] = {"karmadaRegistry": "mirror.example/karmada", "kubernetesRegistry": "mirror.example/k8s",
+                            "pullPolicy": "Always", "pullSecrets": [{"name": "regcred"}]}
+    cr["spec"]["components"]["webhook"] = {"image": {"tag": "v1.18.1-patched"}, "replicas": 2}
+    plan = kp.build_plan(cr)
+    wh = comp(plan, "webhook")
+    assert wh["image"] == "mirror.example/karmada/karmada-webhook:v1.18.1-patched"
+    assert wh["version"] == "v1.18.1-patched"
+    assert wh["pod"]["replicas"] == 2
+    assert wh["pod"]["imagePullPolicy"] == "Always"
+    assert wh["pod"]["imagePullSecrets"] == [{"name": "regcred"}]
+    assert plan["etcd"]["image"] == "mirror.example/k8s/etcd:3.6.6-0"
+
+
+def test_globals_merge_with_component_settings():
+    cr = sample()
+    cr["spec"]["globals"].update({"nodeSelector": {"zone": "a", "tier": "cp"},
+                                  "tolerations": [{"key": "cp", "operator": "Exists"}]})
+    cr["spec"]["components"]["scheduler"] = {"nodeSelector": {"zone": "b"},
+                                             "tolerations": [{"key": "x", "operator": "Exists"}]}
+    pod = comp(kp.build_plan(cr), "scheduler")["pod"]
+    assert pod["nodeSelector"] == {"zone": "b", "tier": "cp"}
+    assert [t["key"] for t in pod["tolerations"]] == ["cp", "x"]
+
+
+def test_external_etcd_points_apiserver_at_the_endpoints():
+    cr = sample()
+    cr["spec"]["etcd"] = {"external": {"endpoints": ["https://e1:2379", "https://e2:2379"],
+                                       "tlsSecretRef": {"name": "ext-etcd"}}}
+    plan = kp.build_plan(cr)
+    assert plan["etcd"]["mode"] == "external" and plan["etcd"]["members"] == []
+    args = plan["apiserver"]["args"]
+    assert "--etcd-servers=https://e1:2379,https://e2:2379" in args
+    assert "--etcd-cafile=/etc/kubernetes/pki/external-etcd/ca.crt" in args
+
+
+def test_without_balancer_kubeconfigs_use_the_service():
+    cr = sample()
+    del cr["spec"]["apiServer"]["externalLoadBalancer"]
+    plan = kp.build_plan(cr)
+    assert plan["endpoints"]["kubeconfigServer"] == plan["endpoints"]["inCluster"]
+    assert plan["endpoints"]["external"] == []
+
+
+@pytest.mark.parametrize("change,field", [
+    (lambda s: s["etcd"].update({"external": {"endpoints": ["https://e:2379"], "tlsSecretRef": {"name": "x"}}}),
+     "spec.etcd"),
+    (lambda s: s["etcd"]["local"].update({"replicas": 4}), "spec.etcd.local.replicas"),
+])
+def test_problems_name_the_field(change, field):
+    cr = sample()
+    change(cr["spec"])
+    with pytest.raises(kp.PlanError) as err:
+        kp.build_plan(cr)
+    assert err.value.field == field
+
+
+def test_config_hash_is_stable_and_sensitive():
+    assert kp.config_hash({"a": 1, "b": 2}) == kp.config_hash({"b": 2, "a": 1})
+    assert kp.config_hash({"a": 1}) != kp.config_hash({"a": 2})
+
+
+def test_pki_input_is_accepted_by_the_pki_module():
+    import karmada_pki
+
+    plan = kp.build_plan(sample())
+    params = plan["pki"]
+    spec = karmada_pki.parse_spec({
+        "namespace": params["namespace"], "name": params["name"], "clusterDomain": params["cluster_domain"],
+        "etcd": params["etcd"], "apiServer": params["api_server"], "certificates": params["certificates"],
+        "aggregatedApiServerServiceName": params["aggregated_apiserver_service_name"],
+        "webhookServiceName": params["webhook_service_name"], "components": params["components"]})
+    assert spec.etcd_members == tuple(plan["etcd"]["members"])
+    assert spec.admin_server_url == plan["endpoints"]["kubeconfigServer"]
+    assert spec.component_server_url == plan["endpoints"]["inCluster"]
+    assert "karmada-descheduler" not in spec.components
+
+
+def test_components_not_built_yet_are_refused_by_name():
+    cr = sample()
+    cr["spec"]["components"]["search"] = {"enabled": True}
+    with pytest.raises(kp.PlanError) as err:
+        kp.build_plan(cr)
+    assert err.value.field == "spec.components.search.enabled"
