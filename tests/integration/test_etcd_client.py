@@ -1,0 +1,139 @@
+"""etcd_client on a real TLS etcd: gateway encodings, maintenance calls, errors that say what to do."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import etcd_client
+import pytest
+from etcd_client import (
+    EtcdClient,
+    EtcdConfigError,
+    EtcdLeaderChangedError,
+    EtcdNotFoundError,
+    EtcdTimeoutError,
+    EtcdTLSError,
+    EtcdUnavailableError,
+    EtcdUnreachableError,
+)
+
+from support.etcd_cluster import free_port, load_module, make_certs, start_cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(bin_path, tmp_path_factory):
+    work = tmp_path_factory.mktemp("etcd-client")
+    cluster = start_cluster(bin_path("etcd"), 1, work, make_certs(work / "pki"))
+    yield cluster
+    cluster.close()
+
+
+def test_binary_keys_values_and_int64_fields(cluster):
+    client = cluster.client()
+    key, value = b"\x00\xffbin\n/key", bytes(range(256))
+    rev = client.put(key, value)
+    assert isinstance(rev, int) and rev > 1
+    res = client.range(key, serializable=True)
+    assert res["kvs"][0].value == value and res["kvs"][0].mod_revision == rev and res["count"] == 1
+    client.put_many([(f"p/{i}", str(i)) for i in range(10)])
+    assert [kv.key for kv in client.iter_prefix("p/", page=3)] == sorted(f"p/{i}".encode() for i in range(10))
+    status = client.status(cluster.endpoints()[0])
+    assert isinstance(status.member_id, int) and status.member_id > 0  # uint64 sent as a JSON string
+    assert status.is_leader and status.db_size > 0 and status.raft_term >= 2 and status.version == "3.6.6"
+    members = client.member_list()
+    assert (
+        members[0].id == status.member_id and etcd_client.parse_member_id(members[0].hex_id) == members[0].id
+    )
+
+
+def test_maintenance_calls(cluster):
+    client = cluster.client()
+    endpoint = cluster.endpoints()[0]
+    assert client.alarms() == []
+    client.defragment(endpoint)
+    first = client.hash_kv(endpoint)
+    assert first["hash"] == client.hash_kv(endpoint, first["revision"])["hash"]
+    assert client.leader_endpoint() == endpoint
+
+
+def test_bad_inputs_fail_before_sending(cluster, tmp_path):
+    certs = cluster.certs
+    with pytest.raises(EtcdConfigError, match="scheme 'grpc'.*use http:// or https://"):
+        EtcdClient(["grpc://127.0.0.1:2379"])
+    with pytest.raises(EtcdConfigError, match="cert file .*missing.crt does not exist"):
+        EtcdClient(cluster.endpoints(), cert=str(tmp_path / "missing.crt"), key=certs.client_key, ca=certs.ca)
+    with pytest.raises(EtcdConfigError, match="no etcd endpoints"):
+        EtcdClient([])
+    with pytest.raises(EtcdConfigError, match="hex member id"):
+        etcd_client.parse_member_id("not-an-id")
+
+
+def test_connection_errors_say_what_to_do(cluster):
+    certs = cluster.certs
+    dead = f"https://127.0.0.1:{free_port()}"
+    client = EtcdClient([dead], cert=certs.client_cert, key=certs.client_key, ca=certs.ca)
+    with pytest.raises(EtcdUnreachableError, match="check the member is running"):
+        client.status()
+    # a dead endpoint first in the list: calls fail over to the next one
+    both = EtcdClient([dead, *cluster.endpoints()], cert=certs.client_cert, key=certs.client_key, ca=certs.ca)
+    assert both.member_list()
+    # client-cert auth is required: no client cert -> TLS error, not retryable
+    no_cert = EtcdClient(cluster.endpoints(), ca=certs.ca)
+    with pytest.raises(EtcdTLSError, match="TLS handshake") as info:
+        no_cert.status()
+    assert not info.value.retryable
+    with pytest.raises(EtcdNotFoundError, match="is not in the cluster"):
+        cluster.client().member_remove("abc123")
+
+
+def test_timeout_says_state_is_unknown(cluster):
+    # a listener that accepts and never answers
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+    try:
+        client = EtcdClient([f"http://127.0.0.1:{server.getsockname()[1]}"], timeout=0.5)
+        with pytest.raises(EtcdTimeoutError, match="may or may not have been applied") as info:
+            client.put("k", "v")
+        assert info.value.retryable
+    finally:
+        server.close()
+
+
+def test_gateway_error_mapping():
+    leader = etcd_client._api_error(
+        "https://e:2379", "/v3/kv/put", 503, {"code": 14, "message": "etcdserver: leader changed"}
+    )
+    assert isinstance(leader, EtcdLeaderChangedError) and leader.retryable and "retry" in str(leader)
+    no_leader = etcd_client._api_error(
+        "https://e:2379", "/v3/kv/put", 503, {"code": 14, "message": "etcdserver: no leader"}
+    )
+    assert isinstance(no_leader, EtcdUnavailableError) and "quorum" in str(no_leader)
+    space = etcd_client._api_error(
+        "https://e:2379",
+        "/v3/kv/put",
+        400,
+        {"code": 8, "message": "etcdserver: mvcc: database space exceeded"},
+    )
+    assert "defragment" in str(space)
+
+
+def test_modules_report_errors_not_tracebacks(cluster):
+    health = load_module("etcd_health").run_module(
+        {"endpoints": [f"https://127.0.0.1:{free_port()}"], "timeout": 1}
+    )
+    assert not health["has_quorum"] and health["healthy_count"] == 0
+    assert "cannot connect" in health["members"][0]["error"]
+    with pytest.raises(EtcdConfigError):
+        load_module("etcd_member").run_module(
+            {"endpoints": ["ftp://x:1"], "name": "a", "peer_urls": ["https://a:1"]}
+        )
+
+
+def test_snapshot_line_fast_path_and_fallback():
+    assert etcd_client._fast_blob(b'{"result":{"blob":"AAEC","version":"3.6.0"}}') == b"\x00\x01\x02"
+    assert etcd_client._fast_blob(b'{"error":{"grpc_code":14,"message":"etcdserver: no leader"}}') is None
+    assert etcd_client._fast_blob(b'{"result":{"version":"3.6.0","blob":"AAEC"}}') is None  # json.loads path
