@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import sys
 from pathlib import Path
 
@@ -32,10 +33,19 @@ def as_kind(name: str, kind: str) -> dict:
     return {"kind": kind, "name": name}
 
 
+def _plain(value):
+    """Ansible hands filters str subclasses (AnsibleUnsafeText) that yaml.safe_dump refuses."""
+    return json.loads(json.dumps(value))
+
+
+def kubeconfig_with_server(kubeconfig: str, server: str, tls_server_name: str = "") -> str:
+    return with_server(_plain(kubeconfig), _plain(server), _plain(tls_server_name))
+
+
 class FilterModule:
     def filters(self):
         return {
-            "karmada_kubeconfig_server": with_server,
+            "karmada_kubeconfig_server": kubeconfig_with_server,
             "karmada_kubeconfig_server_of": server_of,
             "karmada_config_hash": config_hash,
             "karmada_b64_values": b64_values,

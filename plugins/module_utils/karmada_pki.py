@@ -50,6 +50,9 @@ COMPONENTS = (
     "karmada-metrics-adapter",
 )
 
+# Namespace inside karmada-apiserver that holds Karmada's own system objects.
+KARMADA_SYSTEM_NAMESPACE = "karmada-system"
+
 # CA id -> (file stem, CommonName, input key of a bring-your-own CA under `certificates`)
 CAS = {
     "ca": ("ca", "karmada", "ca"),
@@ -525,6 +528,10 @@ def leaf_profiles(spec: PkiSpec) -> list[LeafProfile]:
     }
     for comp, service in serving.items():
         sans = service_names(service, ns, domain) + _local()
+        if comp == "karmada-aggregated-apiserver" and ns != KARMADA_SYSTEM_NAMESPACE:
+            # karmada-apiserver's aggregator dials the APIService's Service inside Karmada
+            # (an ExternalName in karmada-system) and checks the certificate against that name.
+            sans += service_names(service, KARMADA_SYSTEM_NAMESPACE, domain)
         profiles.append(LeafProfile(comp, "ca", f"system:karmada:{comp}", SERVER, (), *_split_sans(sans)))
     member_sans = _split_sans(etcd_sans(spec))
     profiles += [

@@ -505,3 +505,15 @@ def test_write_pki_dir_layout(base, tmp_path):
     assert (tmp_path / "sa.key").stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "admin.conf").stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "ca.crt").stat().st_mode & 0o777 == 0o644
+
+
+def test_aggregated_apiserver_cert_names_the_service_inside_karmada_system():
+    """The aggregator in karmada-apiserver reaches the APIService through an ExternalName
+    Service in karmada-system and checks the serving certificate against that name."""
+    from support.pki_fixtures import load_module_utils
+
+    pki = load_module_utils("karmada_pki")
+    spec = pki.parse_spec({"namespace": "tenant-a", "name": "prod"})
+    agg = next(p for p in pki.leaf_profiles(spec) if p.name == "karmada-aggregated-apiserver")
+    assert "prod-aggregated-apiserver.karmada-system.svc" in agg.dns_names
+    assert "prod-aggregated-apiserver.tenant-a.svc.cluster.local" in agg.dns_names
