@@ -41,3 +41,7 @@ def binary(name: str) -> str:
 def bin_path():
     """Callable returning the path of a pinned binary by name."""
     return binary
+
+
+# host_cluster / member_clusters fixtures of the tier-3 test bed (hack/testenv).
+pytest_plugins = ["support.testenv"]

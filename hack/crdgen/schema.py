@@ -502,7 +502,6 @@ def karmada_deployment_status() -> Schema:
                     "leader": s("Is the raft leader.", "boolean"),
                     "learner": s("Is a learner.", "boolean"),
                     "version": s("etcd version."),
-                    "dbSizeBytes": s("Database size.", "integer", format="int64"),
                 })),
             }),
             "apiServerEndpoints": arr("URLs of karmada-apiserver.", s("URL.")),

@@ -294,6 +294,19 @@ def _api_error(endpoint: str, path: str, status: int, body: Mapping[str, Any]) -
 # --------------------------------------------------------------------------- client
 
 
+class _ServerNameAdapter(requests.adapters.HTTPAdapter):
+    """Sends SNI and checks the certificate for one fixed name, whatever host the URL has."""
+
+    def __init__(self, server_name: str, **kwargs: Any) -> None:
+        self._server_name = server_name
+        super().__init__(**kwargs)
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["server_hostname"] = self._server_name
+        kwargs["assert_hostname"] = self._server_name
+        super().init_poolmanager(*args, **kwargs)
+
+
 class EtcdClient:
     """Talks to an etcd cluster through the v3 JSON gateway of its members.
 
@@ -311,7 +324,12 @@ class EtcdClient:
         timeout: float = 5.0,
         connect_timeout: float = 3.0,
         session: requests.Session | None = None,
+        tls_server_name: str | None = None,
+        resolve: Mapping[str, str] | None = None,
     ) -> None:
+        """``tls_server_name``: check the servers' certificates against this name instead of the
+        URL's host (e.g. dialling pod IPs). ``resolve``: host -> address overrides, like curl's
+        --resolve, for members whose advertised DNS names only resolve inside their cluster."""
         items = [endpoints] if isinstance(endpoints, str) else list(endpoints)
         items = [e.strip() for item in items for e in str(item).split(",") if e.strip()]
         if not items:
@@ -332,6 +350,11 @@ class EtcdClient:
         self.session = session or requests.Session()
         # Ignore REQUESTS_CA_BUNDLE/*_PROXY: they would override our CA and route etcd traffic away.
         self.session.trust_env = False
+        self.tls_server_name = tls_server_name or None
+        self.resolve = dict(resolve or {})
+        self._resolved_mounts: set[str] = set()
+        if self.tls_server_name and session is None:
+            self.session.mount("https://", _ServerNameAdapter(self.tls_server_name))
         self._verify: str | bool = ca if ca else True
         self._cert = (cert, key) if cert and key else None
 
@@ -345,11 +368,25 @@ class EtcdClient:
             self.timeout,
             self.connect_timeout,
             self.session,
+            self.tls_server_name,
+            self.resolve,
         )
 
     # ---- transport
 
     def _url(self, endpoint: str, path: str) -> str:
+        if self.resolve:
+            parts = urlsplit(endpoint)
+            address = self.resolve.get(parts.hostname or "")
+            if address:
+                host = f"[{address}]" if ":" in address else address
+                netloc = f"{host}:{parts.port}" if parts.port else host
+                endpoint = parts._replace(netloc=netloc).geturl()
+                # The certificate names the host, not the address: check it against the host.
+                prefix = f"{endpoint}/"
+                if not self.tls_server_name and prefix not in self._resolved_mounts:
+                    self.session.mount(prefix, _ServerNameAdapter(parts.hostname or ""))
+                    self._resolved_mounts.add(prefix)
         return f"{endpoint}/v3/{path}"
 
     def _send(
@@ -1228,6 +1265,8 @@ def client_from_params(params: Mapping[str, Any]) -> EtcdClient:
         key=params.get("key"),
         ca=params.get("ca"),
         timeout=float(params.get("timeout") or 5.0),
+        tls_server_name=params.get("tls_server_name"),
+        resolve=params.get("resolve"),
     )
 
 
@@ -1238,4 +1277,6 @@ CONNECTION_ARGS: dict[str, Any] = {
     "key": {"type": "path", "no_log": False},
     "ca": {"type": "path"},
     "timeout": {"type": "float", "default": 5.0},
+    "tls_server_name": {"type": "str"},
+    "resolve": {"type": "dict"},
 }

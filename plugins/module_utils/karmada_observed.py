@@ -39,7 +39,11 @@ def _pod_ready(pod: dict[str, Any]) -> bool:
 
 def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
                 health: dict[str, Any] | None = None) -> dict[str, Any]:
-    """status.etcd: endpoints and members; member details from etcd_health when given."""
+    """status.etcd: endpoints and members; member details from etcd_health when given.
+
+    Only what changes with a real event goes into status (not the database size, which moves
+    with every write): a status write starts another reconcile.
+    """
     etcd = plan["etcd"]
     members_health = {m.get("name"): m for m in (health or {}).get("members") or []}
     members = []
@@ -48,7 +52,7 @@ def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
         h = members_health.get(name) or {}
         entry: dict[str, Any] = {
             "name": name,
-            "healthy": bool(h.get("reachable", _pod_ready(pods_by_name.get(name) or {}))),
+            "healthy": bool(h.get("healthy", _pod_ready(pods_by_name.get(name) or {}))),
             "leader": bool(h.get("leader", False)),
             "learner": bool(h.get("learner", False)),
         }
@@ -56,8 +60,6 @@ def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
             entry["id"] = h["id"]
         if h.get("version"):
             entry["version"] = h["version"]
-        if h.get("dbSize") is not None:
-            entry["dbSizeBytes"] = int(h["dbSize"])
         members.append(entry)
     return {"endpoints": list(etcd.get("endpoints") or []), "members": members}
 

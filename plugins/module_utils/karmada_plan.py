@@ -149,7 +149,7 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
             image = _image(karmada_registry, binary, karmada_version, comp.get("image"))
             command = [f"/bin/{binary}"]
         deploy_name = f"{name}-{suffix}"
-        defaults = _component_defaults(key, name, ns)
+        defaults = _component_defaults(key, name, ns, etcd)
         components.append({
             "key": key,
             "name": deploy_name,
@@ -247,14 +247,7 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
 def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: str, version: str,
                     names: dict[str, str], etcd: dict[str, Any]) -> dict[str, Any]:
     api = spec.get("apiServer") or {}
-    if etcd["mode"] == "external":
-        etcd_dir = "/etc/kubernetes/pki/external-etcd"
-        etcd_files = {"etcd-cafile": f"{etcd_dir}/ca.crt", "etcd-certfile": f"{etcd_dir}/tls.crt",
-                      "etcd-keyfile": f"{etcd_dir}/tls.key"}
-    else:
-        etcd_files = {"etcd-cafile": f"{ETCD_PKI_DIR}/ca.crt",
-                      "etcd-certfile": f"{PKI_DIR}/apiserver-etcd-client.crt",
-                      "etcd-keyfile": f"{PKI_DIR}/apiserver-etcd-client.key"}
+    etcd_files = etcd_client_args(etcd)
     defaults = {
         "allow-privileged": "true",
         "authorization-mode": "Node,RBAC",
@@ -263,7 +256,6 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
         "disable-admission-plugins": "StorageObjectInUseProtection,ServiceAccount",
         "enable-admission-plugins": "NodeRestriction",
         "enable-bootstrap-token-auth": "true",
-        "etcd-servers": ",".join(etcd["endpoints"]),
         "etcd-prefix": "/registry",
         "max-mutating-requests-inflight": "500",
         "max-requests-inflight": "1500",
@@ -300,7 +292,20 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
     }
 
 
-def _component_defaults(key: str, name: str, ns: str) -> dict[str, Any]:
+def etcd_client_args(etcd: dict[str, Any]) -> dict[str, str]:
+    """Flags that point karmada-apiserver and karmada-aggregated-apiserver at etcd."""
+    if etcd["mode"] == "external":
+        etcd_dir = "/etc/kubernetes/pki/external-etcd"
+        files = {"etcd-cafile": f"{etcd_dir}/ca.crt", "etcd-certfile": f"{etcd_dir}/tls.crt",
+                 "etcd-keyfile": f"{etcd_dir}/tls.key"}
+    else:
+        files = {"etcd-cafile": f"{ETCD_PKI_DIR}/ca.crt",
+                 "etcd-certfile": f"{PKI_DIR}/apiserver-etcd-client.crt",
+                 "etcd-keyfile": f"{PKI_DIR}/apiserver-etcd-client.key"}
+    return {"etcd-servers": ",".join(etcd["endpoints"]), **files}
+
+
+def _component_defaults(key: str, name: str, ns: str, etcd: dict[str, Any]) -> dict[str, Any]:
     kubeconfig = f"{KUBECONFIG_DIR}/kubeconfig"
     if key == "kubeControllerManager":
         return {
@@ -334,6 +339,8 @@ def _component_defaults(key: str, name: str, ns: str) -> dict[str, Any]:
             "bind-address": "$(POD_IP)",
             "secure-port": "443",
             "v": "2",
+            # It keeps Cluster objects in etcd itself, next to karmada-apiserver's data.
+            **etcd_client_args(etcd),
         }
     if key == "webhook":
         return {

@@ -11,9 +11,6 @@ import pytest
 if TYPE_CHECKING:
     from support.testenv import HostCluster, MemberCluster
 
-# The host_cluster and member_clusters fixtures (harmless if tests/conftest.py registers
-# them too).
-pytest_plugins = ["support.testenv"]
 pytestmark = pytest.mark.e2e
 
 

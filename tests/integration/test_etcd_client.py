@@ -137,3 +137,24 @@ def test_snapshot_line_fast_path_and_fallback():
     assert etcd_client._fast_blob(b'{"result":{"blob":"AAEC","version":"3.6.0"}}') == b"\x00\x01\x02"
     assert etcd_client._fast_blob(b'{"error":{"grpc_code":14,"message":"etcdserver: no leader"}}') is None
     assert etcd_client._fast_blob(b'{"result":{"version":"3.6.0","blob":"AAEC"}}') is None  # json.loads path
+
+
+def test_members_reached_by_address_with_the_certificate_checked_by_name(cluster):
+    """An operator outside the host cluster dials pod addresses: resolve maps the advertised
+    DNS name to an address, tls_server_name checks the certificate against a name it carries."""
+    c = cluster.certs
+    port = cluster.endpoints()[0].rsplit(":", 1)[1]
+    member_dns = "karmada-etcd-0.karmada-etcd.karmada-system.svc.cluster.local"
+    by_dns = EtcdClient([f"https://{member_dns}:{port}"], cert=c.client_cert, key=c.client_key, ca=c.ca,
+                        resolve={member_dns: "127.0.0.1"})
+    assert by_dns.status().version.startswith("3.")
+    assert etcd_client.cluster_health(by_dns)["has_quorum"]
+    by_ip = EtcdClient([f"https://127.0.0.1:{port}"], cert=c.client_cert, key=c.client_key, ca=c.ca,
+                       tls_server_name="karmada-etcd-client.karmada-system.svc.cluster.local")
+    assert by_ip.status().version.startswith("3.")
+    health = etcd_client.cluster_health(by_ip.with_endpoints(by_ip.endpoints))
+    assert health["has_quorum"]
+    wrong = EtcdClient([f"https://127.0.0.1:{port}"], cert=c.client_cert, key=c.client_key, ca=c.ca,
+                       tls_server_name="not-in-the-cert.example")
+    with pytest.raises(EtcdTLSError):
+        wrong.status()

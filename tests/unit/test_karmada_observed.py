@@ -27,12 +27,11 @@ def test_component_status_reports_running_version_and_ready_replicas():
 
 def test_etcd_status_uses_health_when_given_and_pod_readiness_otherwise():
     pods = [{"metadata": {"name": "karmada-etcd-0"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]
-    health = {"members": [{"name": "karmada-etcd-1", "reachable": True, "leader": True, "id": "8e9e05c52164694d",
-                           "dbSize": 20480, "version": "3.6.6"}]}
+    health = {"members": [{"name": "karmada-etcd-1", "healthy": True, "leader": True, "id": "8e9e05c52164694d",
+                           "db_size": 20480, "version": "3.6.6"}]}
     out = ko.etcd_status(pods, PLAN, health)
     members = {m["name"]: m for m in out["members"]}
     assert members["karmada-etcd-0"]["healthy"] is True and members["karmada-etcd-0"]["leader"] is False
     assert members["karmada-etcd-1"] == {"name": "karmada-etcd-1", "healthy": True, "leader": True,
-                                         "learner": False, "id": "8e9e05c52164694d", "version": "3.6.6",
-                                         "dbSizeBytes": 20480}
+                                         "learner": False, "id": "8e9e05c52164694d", "version": "3.6.6"}
     assert members["karmada-etcd-2"]["healthy"] is False
