@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # `make up`: on the local host cluster (hack/testenv, already started by make), install the
 # CRDs, start the operator (ansible-operator with our watches.yaml, as `make run` does) in
-# the background, apply the sample KarmadaDeployment and show its status until it settles.
+# the background, apply the sample KarmadaDeployment and show its progress until Ready.
+#
+# This machine cannot reach GitHub, so Karmada's CRD tarball is built from the Karmada
+# module source the test bed downloaded and given to the operator as a file:// URL
+# (spec.crds.url), the way an air-gapped site points it at a mirror.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 KO_CACHE=${KO_CACHE:-$HOME/.cache/karmada-operator}
@@ -9,14 +13,18 @@ run_dir=$KO_CACHE/operator
 mkdir -p "$run_dir"
 KUBECONFIG=$("$root/hack/testenv/kubeconfig.sh")
 export KUBECONFIG PATH=$KO_CACHE/venv/bin:$KO_CACHE/links:$PATH ANSIBLE_CONFIG=$root/ansible.cfg
-timeout_s=${KO_UP_TIMEOUT:-900}
+timeout_s=${KO_UP_TIMEOUT:-1200}
+ns=karmada-system
 
 kubectl apply -k "$root/config/crd" >/dev/null
-kubectl wait --for=condition=Established --timeout=60s crd -l '!nonexistent' >/dev/null 2>&1 || true
-kubectl create namespace karmada-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl wait --for=condition=Established --timeout=60s crd/karmadadeployments.operator.karmada.io >/dev/null
+kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 
-if [ -f "$run_dir/pid" ] && kill -0 "$(cat "$run_dir/pid")" 2>/dev/null; then
-  echo "operator already running (pid $(cat "$run_dir/pid")), log: $run_dir/operator.log"
+crds=$run_dir/karmada-crds.tar.gz
+sha=$(python "$root/hack/serve-karmada-crds.py" --build-only --out "$crds")
+
+if pgrep -f "ansible-operator run --watches-file=./watches.yaml" >/dev/null; then
+  echo "operator already running, log: $run_dir/operator.log"
 else
   (cd "$root" && nohup ansible-operator run --watches-file=./watches.yaml --ansible-roles-path="$root/roles" \
     --leader-elect=false --health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=0 \
@@ -24,26 +32,46 @@ else
   echo "operator started (pid $(cat "$run_dir/pid")), log: $run_dir/operator.log"
 fi
 
-kubectl apply -f "$root/config/samples/operator_v1alpha1_karmadadeployment.yaml"
+# The sample as it is, with the CRD source set for this offline machine. Member clusters
+# (spec.members) are registered by a later release; they are left out here.
+python - "$root/config/samples/operator_v1alpha1_karmadadeployment.yaml" "file://$crds" "$sha" <<'PY' | kubectl apply -f -
+import sys, yaml
+cr = yaml.safe_load(open(sys.argv[1]))
+cr["spec"]["crds"] = {"url": sys.argv[2], "sha256": sys.argv[3]}
+cr["spec"].pop("members", None)
+print(yaml.safe_dump(cr))
+PY
+
 deadline=$(( $(date +%s) + timeout_s ))
 last=""
 while [ "$(date +%s)" -lt "$deadline" ]; do
-  line=$(kubectl -n karmada-system get karmadadeployment karmada \
+  line=$(kubectl -n "$ns" get karmadadeployment karmada \
     -o jsonpath='{.status.phase}{" "}{range .status.conditions[?(@.type=="Ready")]}{.status}{" "}{.reason}{": "}{.message}{end}' \
     2>/dev/null || true)
-  if [ -n "$line" ] && [ "$line" != "$last" ]; then echo "karmada: $line"; last=$line; fi
-  case "$line" in
-    Running\ True*) break ;;
-    *" False "*NotImplemented*) break ;;
-  esac
+  if [ -n "$line" ] && [ "$line" != "$last" ]; then echo "$(date +%T) karmada: $line"; last=$line; fi
+  case "$line" in Running\ True*) break ;; esac
   sleep 5
 done
-kubectl -n karmada-system get karmadadeployments
+kubectl -n "$ns" get karmadadeployments
+case "$last" in Running\ True*) ;; *) echo "not Ready after ${timeout_s}s; see $run_dir/operator.log" >&2; exit 1 ;; esac
+
+# A kubeconfig for this machine: the admin kubeconfig names the external balancer of the
+# sample (not reachable here), so point it at the karmada-apiserver Service instead.
+secret=$(kubectl -n "$ns" get karmadadeployment karmada -o jsonpath='{.status.adminKubeconfigSecret}')
+ip=$(kubectl -n "$ns" get service karmada-apiserver -o jsonpath='{.spec.clusterIP}')
+local_conf=$KO_CACHE/karmada.kubeconfig
+kubectl -n "$ns" get secret "$secret" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$local_conf.tmp"
+chmod 600 "$local_conf.tmp"
+kubectl --kubeconfig "$local_conf.tmp" config set-cluster "$(kubectl --kubeconfig "$local_conf.tmp" config view -o jsonpath='{.clusters[0].name}')" \
+  --server "https://$ip:5443" --tls-server-name "karmada-apiserver.$ns.svc.cluster.local" >/dev/null
+mv "$local_conf.tmp" "$local_conf"
 cat <<TXT
 
-Host cluster kubeconfig: $KUBECONFIG
-Operator log:            $run_dir/operator.log
-When the control plane is Ready, its admin kubeconfig is in Secret
-karmada-system/$(kubectl -n karmada-system get karmadadeployment karmada -o jsonpath='{.status.adminKubeconfigSecret}' 2>/dev/null || true)
+Karmada is Running.
+  Host cluster:      export KUBECONFIG=$KUBECONFIG
+  Karmada (here):    kubectl --kubeconfig $local_conf get --raw /readyz
+  Admin kubeconfig:  Secret $ns/$secret, key kubeconfig (server: the sample's external balancer)
+  Operator log:      $run_dir/operator.log
+Try: kubectl --kubeconfig $local_conf api-resources | grep karmada.io
 Undo with: make down
 TXT

@@ -517,6 +517,13 @@ def karmada_deployment_status() -> Schema:
                 "syncMode": s("Push or Pull."),
                 "reason": s("CamelCase reason."),
                 "message": s("Detail."),
+                "specHash": s("Hash of the spec entry this member last joined with "
+                              "(karmada_member_spec_hash from the inventory).", maxLength=64),
+                "kubeconfigSecretRef": obj("Secret with the member's kubeconfig when it joined, kept so the "
+                                           "member side can be cleaned after it leaves spec.", {
+                    "name": s("Name of the Secret."),
+                    "key": s("Key inside the Secret."),
+                }),
             })),
             "readyMembers": s("Ready members / members in spec, e.g. 2/3."),
         },

@@ -1,0 +1,252 @@
+"""Ansible inventory plugin karmada_members: one host per KarmadaDeployment member cluster."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+name: karmada_members
+short_description: Member clusters of KarmadaDeployment objects, grouped by what the operator would do
+description:
+  - Lists C(KarmadaDeployment) objects (operator.karmada.io/v1alpha1) from the Kubernetes API
+    and yields one host per member cluster, named C(<namespace>/<deployment>/<member>).
+  - Members in C(spec.members) that are not Joined in C(status.members), or whose spec changed
+    since they joined (C(status.members[].specHash) differs), go to group C(add_member).
+    Members still registered in status (Joined, Joining, Unjoining, Failed) but gone from spec
+    go to C(del_member). Joined and unchanged members go to C(members_joined).
+  - Every host is also in C(karmada_<namespace>_<name>) (its deployment, non-alphanumerics
+    replaced by C(_)) and in C(push) or C(pull) (its sync mode).
+  - The configuration file name must end with C(karmada_members.yml) or C(karmada_members.yaml).
+version_added: "0.1.0"
+author: Karmada-Operator maintainers
+extends_documentation_fragment:
+  - constructed
+requirements:
+  - kubernetes (Python client)
+options:
+  plugin:
+    description: Marks the file as this plugin's configuration.
+    required: true
+    choices: [karmada_members]
+  kubeconfig:
+    description:
+      - Kubeconfig file of the host cluster (where the KarmadaDeployment objects live).
+      - Without it, E(KUBECONFIG) is used (it may list several files), then the in-cluster
+        service account, then C(~/.kube/config).
+    type: path
+    env:
+      - name: K8S_AUTH_KUBECONFIG
+  context:
+    description: Kubeconfig context to use (default the current context).
+    type: str
+    env:
+      - name: K8S_AUTH_CONTEXT
+  namespaces:
+    description: Only KarmadaDeployments in these namespaces (default all namespaces).
+    type: list
+    elements: str
+    default: []
+  name:
+    description: Only the KarmadaDeployment(s) with this name.
+    type: str
+  label_selector:
+    description: Only KarmadaDeployments matching this label selector (V(env=prod,tier!=test)).
+    type: str
+  request_timeout:
+    description: Seconds to wait for each API answer.
+    type: float
+    default: 20
+  local_connection:
+    description:
+      - Set C(ansible_connection=local) and the controller's Python on every host, because the
+        plays reach member clusters through their API from the machine running Ansible.
+    type: bool
+    default: true
+"""
+
+EXAMPLES = r"""
+# karmada_members.yml: every member of every KarmadaDeployment, with the current kubeconfig
+plugin: karmada_members
+---
+# prod.karmada_members.yaml: one deployment in one namespace, extra groups by region
+plugin: karmada_members
+kubeconfig: ~/.kube/host-cluster
+namespaces: [karmada-system]
+name: karmada
+label_selector: env=prod
+keyed_groups:
+  - key: karmada_member_region
+    prefix: region
+
+# See what the operator would do:
+#   ansible-inventory -i karmada_members.yml --graph
+#   ansible-inventory -i karmada_members.yml --host karmada-system/karmada/member1
+"""
+
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ansible.errors import AnsibleParserError
+from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
+
+# Controller-side plugins cannot import custom module_utils through ansible.module_utils
+# (only modules get them, packed by AnsiballZ), so load the same file as plain Python.
+_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
+if _MODULE_UTILS not in sys.path:
+    sys.path.append(_MODULE_UTILS)
+
+import karmada_members as members_plan  # noqa: E402
+
+GROUP = "operator.karmada.io"
+VERSION = "v1alpha1"
+PLURAL = "karmadadeployments"
+PAGE_SIZE = 100
+
+
+class InventoryModule(BaseInventoryPlugin, Constructable):
+    NAME = "karmada_members"
+
+    def verify_file(self, path: str) -> bool:
+        return super().verify_file(path) and path.endswith(("karmada_members.yml", "karmada_members.yaml"))
+
+    def parse(self, inventory, loader, path, cache=True):
+        super().parse(inventory, loader, path, cache)
+        self._read_config_data(path)
+        deployments = self.fetch_deployments()
+        self.populate(members_plan.build_inventory(deployments))
+
+    def populate(self, plan: members_plan.MemberInventory) -> None:
+        for group in plan.groups:
+            self.inventory.add_group(group)
+        extra = {}
+        if self.get_option("local_connection"):
+            extra = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+        strict = self.get_option("strict")
+        compose, groups, keyed = self.get_option("compose"), self.get_option("groups"), self.get_option("keyed_groups")
+        for host, hostvars in plan.hosts.items():
+            self.inventory.add_host(host)
+            for key, value in {**extra, **hostvars}.items():
+                self.inventory.set_variable(host, key, value)
+            if compose or groups or keyed:
+                self._set_composite_vars(compose, hostvars, host, strict=strict)
+                self._add_host_to_composed_groups(groups, hostvars, host, strict=strict)
+                self._add_host_to_keyed_groups(keyed, hostvars, host, strict=strict)
+        for group, hosts in plan.groups.items():
+            for host in hosts:
+                self.inventory.add_child(group, host)
+
+    def fetch_deployments(self) -> list[dict[str, Any]]:
+        """KarmadaDeployment objects as dicts, filtered by namespaces, name and labels."""
+        try:
+            from kubernetes.client.exceptions import ApiException
+            from urllib3.exceptions import HTTPError
+        except ImportError as exc:
+            raise AnsibleParserError(f"karmada_members needs the kubernetes Python client: pip install kubernetes "
+                                     f"({exc})") from exc
+        client, where = self._api_client()
+        selectors = {}
+        if self.get_option("name"):
+            selectors["field_selector"] = f"metadata.name={self.get_option('name')}"
+        if self.get_option("label_selector"):
+            selectors["label_selector"] = self.get_option("label_selector")
+        timeout = float(self.get_option("request_timeout"))
+        server = client.configuration.host
+        items: list[dict[str, Any]] = []
+        try:
+            for namespace in self.get_option("namespaces") or [None]:
+                items.extend(_list_all(client, namespace, selectors, timeout))
+        except ApiException as exc:
+            raise AnsibleParserError(_api_error(exc, server, where)) from exc
+        except (HTTPError, OSError) as exc:
+            raise AnsibleParserError(
+                f"karmada_members: cannot reach the Kubernetes API at {server} (credentials from {where}): "
+                f"{_root_cause(exc)}. Check that the API server is up and that the kubeconfig names it.") from exc
+        finally:
+            client.close()
+        return items
+
+    def _api_client(self):
+        """(ApiClient, where the credentials came from)."""
+        from kubernetes import client as k8s_client
+        from kubernetes import config as k8s_config
+        from kubernetes.config.config_exception import ConfigException
+
+        kubeconfig, context = self.get_option("kubeconfig"), self.get_option("context")
+        home_config = Path.home() / ".kube" / "config"
+        try:
+            if kubeconfig:
+                where = f"kubeconfig {kubeconfig}"
+                configuration = _from_kubeconfig(k8s_client, k8s_config, os.path.expanduser(kubeconfig), context)
+            elif os.environ.get("KUBECONFIG"):
+                where = f"KUBECONFIG={os.environ['KUBECONFIG']}"
+                configuration = _from_kubeconfig(k8s_client, k8s_config, None, context)
+            elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+                where = "the in-cluster service account"
+                configuration = k8s_client.Configuration()
+                k8s_config.load_incluster_config(client_configuration=configuration)
+            elif home_config.exists():
+                where = f"kubeconfig {home_config}"
+                configuration = _from_kubeconfig(k8s_client, k8s_config, str(home_config), context)
+            else:
+                raise AnsibleParserError(
+                    "karmada_members: no Kubernetes credentials: set the kubeconfig option, K8S_AUTH_KUBECONFIG or "
+                    "KUBECONFIG, or run inside a cluster")
+        except (ConfigException, OSError, TypeError, ValueError) as exc:
+            raise AnsibleParserError(f"karmada_members: cannot load Kubernetes credentials ({exc}). Point the "
+                                     f"kubeconfig option or KUBECONFIG at a valid kubeconfig.") from exc
+        configuration.retries = 1  # fail fast on an unreachable server; the operator retries the reconcile
+        return k8s_client.ApiClient(configuration), where
+
+
+def _from_kubeconfig(k8s_client, k8s_config, path: str | None, context: str | None):
+    configuration = k8s_client.Configuration()
+    # With path None the client reads KUBECONFIG (several files joined by ':' are merged).
+    kwargs = {"config_file": path} if path else {}
+    k8s_config.load_kube_config(context=context, client_configuration=configuration, **kwargs)
+    return configuration
+
+
+def _list_all(client, namespace: str | None, selectors: dict[str, str], timeout: float) -> list[dict[str, Any]]:
+    """Every page of one list call; raw JSON (skipping the client's model decoding, much faster)."""
+    from kubernetes.client import CustomObjectsApi
+
+    api = CustomObjectsApi(client)
+    items, token = [], None
+    while True:
+        kwargs: dict[str, Any] = {"limit": PAGE_SIZE, "_preload_content": False, "_request_timeout": timeout,
+                                  **selectors}
+        if token:
+            kwargs["_continue"] = token
+        if namespace:
+            response = api.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, **kwargs)
+        else:
+            response = api.list_cluster_custom_object(GROUP, VERSION, PLURAL, **kwargs)
+        body = json.loads(response.data)
+        items.extend(body.get("items") or [])
+        token = (body.get("metadata") or {}).get("continue")
+        if not token:
+            return items
+
+
+def _api_error(exc, server: str, where: str) -> str:
+    reason = exc.reason or ""
+    with contextlib.suppress(TypeError, ValueError, AttributeError):
+        reason = json.loads(exc.body).get("message") or reason
+    hint = {
+        401: "the credentials were refused; renew the kubeconfig",
+        403: f"grant list on {PLURAL}.{GROUP} to this identity",
+        404: f"the {PLURAL}.{GROUP} CRD is not installed (make install)",
+    }.get(exc.status, "see the API server's message")
+    return (f"karmada_members: listing {PLURAL}.{GROUP} at {server} (credentials from {where}) failed with "
+            f"HTTP {exc.status}: {reason}. {hint[0].upper()}{hint[1:]}.")
+
+
+def _root_cause(exc: BaseException) -> str:
+    """urllib3 wraps the socket error in MaxRetryError; show the innermost reason."""
+    reason = getattr(exc, "reason", None)
+    while isinstance(reason, BaseException) and getattr(reason, "reason", None) is not None:
+        reason = reason.reason
+    return str(reason or exc)
