@@ -120,3 +120,35 @@ def test_backup_and_restore_report_truthfully(cluster, kind, reason):
                    f"{kind} status", operator)
     assert ready_condition(obj)["reason"] == reason
     server.kubectl("delete", kind.lower(), name, "-n", "karmada-system")
+
+
+def test_unreachable_external_etcd_gives_a_false_condition(cluster):
+    """A spec only the operator can judge: the external etcd's TLS Secret is fine but nothing
+    answers at its endpoint. EtcdNotReady with the endpoint in the message; the operator lives."""
+    import base64
+
+    from support.pki_fixtures import load_module_utils
+
+    server, operator = cluster
+    pki = load_module_utils("karmada_pki")
+    files = pki.reconcile_pki({"name": "ext", "namespace": "karmada-system",
+                               "certificates": {"keyAlgorithm": "ECDSA", "keySize": 256}}).files
+    data = {"ca.crt": files["etcd/ca.crt"], "tls.crt": files["apiserver-etcd-client.crt"],
+            "tls.key": files["apiserver-etcd-client.key"]}
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ext-etcd", "namespace": "karmada-system"},
+              "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
+    server.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(secret))
+    kd_obj = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "KarmadaDeployment",
+              "metadata": {"name": "ext", "namespace": "karmada-system"},
+              "spec": {"etcd": {"external": {"endpoints": ["https://127.0.0.1:1"],
+                                             "tlsSecretRef": {"name": "ext-etcd"}}},
+                       "certificates": {"keyAlgorithm": "ECDSA", "keySize": 256}}}
+    server.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(kd_obj))
+    obj = wait_for(lambda: (o := get(server, "karmadadeployment", "ext")) and
+                   (c := ready_condition(o)) and c["reason"] == "EtcdNotReady" and o,
+                   240, "EtcdNotReady for an unreachable external etcd", operator)
+    message = ready_condition(obj)["message"]
+    assert "spec.etcd.external.endpoints" in message and "https://127.0.0.1:1" in message
+    assert operator.proc.poll() is None
+    server.kubectl("delete", "karmadadeployment", "ext", "-n", "karmada-system", "--wait=false")
+    wait_for(lambda: get(server, "karmadadeployment", "ext") is None, 180, "deletion", operator)
