@@ -42,6 +42,7 @@ from ansible.parsing.dataloader import DataLoader  # noqa: E402
 from ansible.plugins.loader import inventory_loader  # noqa: E402
 
 from support import kube_apiserver  # noqa: E402
+from support.waiting import crds_established  # noqa: E402
 
 BIN = Path(os.environ.get("KO_PREBUILT_BIN") or Path.home() / ".cache" / "karmada-operator" / "links")
 ANSIBLE_INVENTORY = str(Path(sys.executable).parent / "ansible-inventory")
@@ -58,7 +59,7 @@ def members(count: int) -> list[dict]:
 
 def create_deployment(server: kube_apiserver.KubeAPIServer, spec_members: list[dict]) -> None:
     server.kubectl("apply", "--server-side", "-f", str(ROOT / "config" / "crd" / "bases"))
-    server.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    crds_established(server.kubectl)
     server.kubectl("create", "namespace", "karmada-system")
     obj = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "KarmadaDeployment",
            "metadata": {"name": "karmada", "namespace": "karmada-system"}, "spec": {"members": spec_members}}

@@ -17,7 +17,13 @@ timeout_s=${KO_UP_TIMEOUT:-1200}
 ns=karmada-system
 
 kubectl apply -k "$root/config/crd" >/dev/null
-kubectl wait --for=condition=Established --timeout=60s crd/karmadadeployments.operator.karmada.io >/dev/null
+# `kubectl wait --for=condition=Established` fails at once on a CRD whose status has no
+# conditions yet (right after apply), so poll.
+for _ in $(seq 120); do
+  [[ $(kubectl get crd karmadadeployments.operator.karmada.io \
+       -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null) == True ]] && break
+  sleep 0.5
+done
 kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 
 crds=$run_dir/karmada-crds.tar.gz

@@ -20,9 +20,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from support import waiting
 from support.karmada_crds_server import serve
 from support.operator_runtime import OperatorProcess
 from support.testenv import HostCluster
+from support.waiting import condition, crds_established
 
 pytestmark = pytest.mark.e2e
 
@@ -73,18 +75,8 @@ def kd(host: HostCluster) -> dict:
     return host.get("karmadadeployment", "karmada", "-n", NS)
 
 
-def condition(obj: dict, ctype: str) -> dict:
-    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == ctype), {})
-
-
 def wait_for(predicate, timeout: float, what: str, operator: OperatorProcess):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(3)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; operator log:\n{operator.log_tail()}")
+    return waiting.wait_for(predicate, timeout, what, operator.log_tail, interval=3)
 
 
 def runs() -> list[Path]:
@@ -129,7 +121,7 @@ def install(host_cluster: HostCluster, bin_path, tmp_path_factory):
     work = tmp_path_factory.mktemp("install")
     crds = serve()
     host_cluster.kubectl("apply", "-k", str(ROOT / "config/crd"))
-    host_cluster.kubectl("wait", "--for=condition=Established", "crd/karmadadeployments.operator.karmada.io")
+    crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
     host_cluster.kubectl("create", "namespace", NS, check=False)
     operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
     operator.wait_healthy()

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from support import kube_apiserver
+from support.waiting import crds_established
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "config" / "crd" / "bases"
@@ -26,7 +27,7 @@ def apiserver(bin_path, tmp_path_factory):
                                   tmp_path_factory.mktemp("crd-apiserver"))
     try:
         server.kubectl("apply", "-f", str(CRD_DIR))
-        server.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        crds_established(server.kubectl)
         server.kubectl("create", "namespace", "karmada-system")
         yield server
     finally:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from support import kube_apiserver
+from support.waiting import crds_established
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD = ROOT / "config" / "crd" / "bases" / "operator.karmada.io_karmadadeployments.yaml"
@@ -67,8 +68,7 @@ def apiserver(bin_path, tmp_path_factory):
                                   tmp_path_factory.mktemp("members-apiserver"))
     try:
         server.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(crd_with_member_status_fields()))
-        server.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                       "crd/karmadadeployments.operator.karmada.io")
+        crds_established(server.kubectl, ["karmadadeployments.operator.karmada.io"])
         server.kubectl("create", "namespace", "karmada-system")
         server.kubectl("create", "namespace", "team-b")
         objs = [kd("karmada", "karmada-system", [NEW, JOINED, CHANGED], {"env": "prod"}),

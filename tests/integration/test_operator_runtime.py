@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support import kube_apiserver
+from support import kube_apiserver, waiting
 from support.operator_runtime import OperatorProcess
+from support.waiting import condition, crds_established
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +28,7 @@ def cluster(bin_path, tmp_path_factory):
     operator = None
     try:
         server.kubectl("apply", "-k", str(ROOT / "config/crd"))
-        server.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        crds_established(server.kubectl)
         server.kubectl("create", "namespace", "karmada-system")
         operator = OperatorProcess(bin_path("ansible-operator"), server.kubeconfig, work)
         operator.wait_healthy()
@@ -44,20 +45,11 @@ def get(server, kind, name):
 
 
 def wait_for(predicate, timeout, what, operator):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(1)
-    raise AssertionError(f"timed out waiting for {what}; operator log:\n{operator.log_tail()}")
+    return waiting.wait_for(predicate, timeout, what, operator.log_tail)
 
 
 def ready_condition(obj):
-    for cond in (obj or {}).get("status", {}).get("conditions", []):
-        if cond["type"] == "Ready":
-            return cond
-    return None
+    return condition(obj, "Ready") or None
 
 
 def test_failed_step_is_reported_then_paused_then_finalized(cluster):
