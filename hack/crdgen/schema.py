@@ -375,6 +375,12 @@ def member_schema() -> Schema:
             "zones": arr("Zones, copied to the Cluster.", s("Zone.", maxLength=63), maxItems=16),
             "labels": string_map("Labels put on the Cluster object."),
             "taints": arr("Taints put on the Cluster object.", taint, maxItems=16),
+            "agentPlacement": s("Pull mode: where karmada-agent runs. Member (usual: only the member dials "
+                                "out, so Karmada needs an address the member can reach, "
+                                "spec.apiServer.externalLoadBalancer). Host: next to Karmada in the host "
+                                "cluster, with credentials for the member (for members whose nodes cannot "
+                                "run it, e.g. virtual or kwok clusters; the member API must be reachable "
+                                "from the host).", enum=["Member", "Host"], default="Member"),
         },
         required=["name", "kubeconfigSecretRef"],
     )

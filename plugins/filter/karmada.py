@@ -14,6 +14,7 @@ if _MODULE_UTILS not in sys.path:
     sys.path.append(_MODULE_UTILS)
 
 from karmada_kubeconfig import server_of, with_server  # noqa: E402
+from karmada_members import members_status  # noqa: E402
 from karmada_observed import component_status, etcd_status, pick  # noqa: E402
 from karmada_plan import config_hash  # noqa: E402
 
@@ -54,4 +55,6 @@ class FilterModule:
             "karmada_pick": pick,
             "karmada_kind": as_kind,
             "karmada_b64_decode_values": b64_decode_values,
+            "karmada_members_status": lambda spec, previous, results: members_status(
+                _plain(spec or []), _plain(previous or []), _plain(results or {})),
         }

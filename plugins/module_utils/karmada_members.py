@@ -117,6 +117,7 @@ def _spec_member_vars(member: dict[str, Any], owner: dict[str, str], status: dic
         "karmada_member_provider": spec.get("provider") or "",
         "karmada_member_labels": dict(spec.get("labels") or {}),
         "karmada_member_taints": [dict(t) for t in spec.get("taints") or []],
+        "karmada_member_agent_placement": spec.get("agentPlacement") or "Member",
         "karmada_member_spec_hash": member_spec_hash(member),
         "karmada_member_state": status.get("state") or "",
         "karmada_member_action": action,
@@ -138,6 +139,7 @@ def _status_member_vars(entry: dict[str, Any], owner: dict[str, str]) -> dict[st
         "karmada_member_provider": "",
         "karmada_member_labels": {},
         "karmada_member_taints": [],
+        "karmada_member_agent_placement": "Member",
         "karmada_member_spec_hash": entry.get("specHash") or "",
         "karmada_member_state": entry.get("state") or "",
         "karmada_member_action": "delete",
@@ -207,3 +209,91 @@ def build_inventory(deployments: list[dict[str, Any]]) -> MemberInventory:
             groups = [DEL_GROUP, dep_group, SYNC_MODE_GROUPS.get(hostvars["karmada_member_sync_mode"], "push")]
             inventory.add(host_name(owner["namespace"], owner["name"], name), hostvars, groups)
     return inventory
+
+
+# --------------------------------------------------------------------------- status after a run
+
+
+def members_status(spec_members: list[dict[str, Any]], previous: list[dict[str, Any]],
+                   results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``status.members``, ``readyMembers`` and the MembersReady condition after a member run.
+
+    ``results`` maps member name -> what the member play reported: the karmada_member module's
+    ``state``/``ready``/``reason``/``message`` plus the host's ``spec_hash``,
+    ``kubeconfig_secret`` and ``sync_mode``. Members in spec without a result (their host did
+    not run) keep their previous entry (or Pending); members gone from spec are dropped once
+    unjoined and kept, with the reason, while their unjoin is incomplete. ``retry`` says the
+    reconcile should be repeated (a member not Ready or an unjoin not finished).
+    """
+    before = {e.get("name"): e for e in previous or [] if e.get("name")}
+    spec = _unique_names(spec_members or [])
+    out: list[dict[str, Any]] = []
+    problems: list[str] = []
+    retry = False
+    ready_count = 0
+    for member in spec:
+        name = member["name"]
+        normalized = normalized_member(member)
+        result = results.get(name)
+        if result is None:
+            entry = dict(before.get(name) or {"name": name, "state": "Pending", "ready": False,
+                                              "syncMode": normalized["syncMode"], "reason": "NotJoinedYet",
+                                              "message": "waiting for the control plane"})
+        else:
+            entry = _entry(name, result, member_spec_hash(member), normalized["kubeconfigSecretRef"],
+                           normalized["syncMode"])
+        if entry.get("ready"):
+            ready_count += 1
+        else:
+            retry = True
+            problems.append(f"{name}: {entry.get('state')} {entry.get('reason') or ''}: {entry.get('message') or ''}"
+                            .strip())
+        out.append(entry)
+    in_spec = {m["name"] for m in spec}
+    leftovers: list[str] = []
+    for name, old in before.items():
+        if name in in_spec:
+            continue
+        result = results.get(name)
+        if result is None:
+            if old.get("state") in REGISTERED_STATES:
+                out.append(dict(old))
+                leftovers.append(name)
+                retry = True
+            continue
+        if result.get("state") == "Unjoined":
+            continue
+        ref = old.get("kubeconfigSecretRef") or {}
+        out.append(_entry(name, result, old.get("specHash") or "", ref, old.get("syncMode") or DEFAULT_SYNC_MODE))
+        leftovers.append(f"{name} ({result.get('reason')}: {result.get('message')})")
+        retry = True
+    total = len(spec)
+    if not spec:
+        condition = {"type": "MembersReady", "status": "True", "reason": "NoMembers",
+                     "message": "spec.members is empty"}
+    elif ready_count == total:
+        condition = {"type": "MembersReady", "status": "True", "reason": "AllMembersReady",
+                     "message": f"{ready_count}/{total} members Ready"}
+    else:
+        condition = {"type": "MembersReady", "status": "False", "reason": "MembersNotReady",
+                     "message": f"{ready_count}/{total} members Ready; " + "; ".join(problems)}
+    if leftovers:
+        condition["message"] += "; still being removed: " + ", ".join(leftovers)
+    condition["message"] = condition["message"][:4000]
+    return {"members": out, "readyMembers": f"{ready_count}/{total}", "condition": condition, "retry": retry}
+
+
+def _entry(name: str, result: dict[str, Any], spec_hash: str, ref: dict[str, Any], sync_mode: str) -> dict[str, Any]:
+    entry = {
+        "name": name,
+        "state": result.get("state") or "Failed",
+        "ready": bool(result.get("ready")),
+        "syncMode": sync_mode,
+        # A module that crashed has no reason, only Ansible's msg.
+        "reason": result.get("reason") or ("" if result.get("state") else "OperatorError"),
+        "message": (result.get("message") or result.get("msg") or "")[:2000],
+        "kubeconfigSecretRef": {"name": ref.get("name") or "", "key": ref.get("key") or DEFAULT_KUBECONFIG_KEY},
+    }
+    if spec_hash:
+        entry["specHash"] = spec_hash
+    return entry

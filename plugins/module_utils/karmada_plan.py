@@ -195,6 +195,12 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
         "deletionPolicy": spec.get("deletionPolicy") or "Delete",
         "pki": _pki_input(spec, name, ns, domain, names, etcd, components),
         "crds": spec.get("crds") or {},
+        # karmada-agent for Pull members: same registry and version as the control plane.
+        "agent": {
+            "image": _image(karmada_registry, "karmada-agent", karmada_version, None),
+            "imagePullPolicy": images.get("pullPolicy") or "IfNotPresent",
+            "imagePullSecrets": [{"name": s["name"]} for s in images.get("pullSecrets") or []],
+        },
     }
 
 

@@ -1,0 +1,678 @@
+"""Join and unjoin one member cluster, Push or Pull, idempotently.
+
+What ``karmadactl join`` (Push) and ``karmadactl register`` (Pull) do, as a reconcile:
+
+Push
+  member:  namespace ``karmada-cluster``; service account ``karmada-<cluster>`` bound to a
+           cluster role with every verb (what Karmada's controllers need to apply any
+           workload); service account ``karmada-impersonator``; a token Secret for each.
+  Karmada: namespace ``karmada-cluster``; Secrets ``<cluster>`` (caBundle + token) and
+           ``<cluster>-impersonator`` (token); the ``Cluster`` object; then wait until
+           Karmada reports it Ready.
+
+Pull
+  Karmada: the agent's RBAC (the same rules ``karmadactl register`` grants user
+           ``system:karmada:agent:<cluster>``) and a client certificate for that user,
+           signed by the deployment's Karmada CA (our PKI), in a kubeconfig.
+  agent:   karmada-agent with that kubeconfig, either in the member (``placement
+           Member``, the usual way: only the member dials out) or in the host cluster
+           next to Karmada (``placement Host``: for members whose nodes cannot run it,
+           e.g. virtual or kwok clusters; the member API must then be reachable from
+           the host). The agent registers the Cluster itself; we wait until it is Ready
+           and then put the labels and taints from the spec on it.
+
+Unjoin deletes the Cluster, waits until Karmada has withdrawn its work from the member
+(the Cluster's finalizer goes), then removes what the join made on both sides. A member
+that cannot be reached is still removed from Karmada after the timeout, and the result
+says what was left behind.
+
+Every outcome is a :class:`Result` (state, ready, reason, message): problems with one
+member are reported, never raised, so the other members proceed.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import yaml
+
+try:  # as Ansible ships it to the module
+    from ansible.module_utils import karmada_pki as pki
+    from ansible.module_utils.karmada_kube import Kube, KubeError, contains, kubeconfig_cluster
+except ImportError:  # as plain Python (tests, plugins)
+    import karmada_pki as pki  # type: ignore[no-redef]
+    from karmada_kube import Kube, KubeError, contains, kubeconfig_cluster  # type: ignore[no-redef]
+
+CLUSTER_API = "cluster.karmada.io/v1alpha1"
+CLUSTER_NAMESPACE = "karmada-cluster"  # Karmada's default for member credentials, on both sides
+AGENT_NAMESPACE = "karmada-system"  # where karmada-agent runs in a member
+MANAGED_BY = {"app.kubernetes.io/managed-by": "karmada-operator"}
+MEMBER_LABEL = "operator.karmada.io/member"
+AGENT_USER_PREFIX = "system:karmada:agent:"
+AGENT_GROUP = "system:karmada:agents"
+AGENT_CERT_DAYS = 365
+AGENT_RENEW_DAYS = 30
+
+
+@dataclass
+class Result:
+    state: str  # Joined | Joining | Unjoined | Unjoining | Failed
+    ready: bool = False
+    reason: str = ""
+    message: str = ""
+    changed: bool = False
+    changes: list[str] = field(default_factory=list)
+    cluster_id: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class MemberProblem(Exception):
+    """Stops one member's join or unjoin with a reason for status."""
+
+    def __init__(self, reason: str, message: str, state: str = "Failed"):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.state = state
+
+
+@dataclass
+class MemberSpec:
+    name: str
+    sync_mode: str = "Push"
+    provider: str = ""
+    region: str = ""
+    zones: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
+    agent_placement: str = "Member"
+
+
+@dataclass
+class AgentSettings:
+    image: str
+    pull_policy: str = "IfNotPresent"
+    pull_secrets: list[dict[str, str]] = field(default_factory=list)
+    host_namespace: str = ""  # where a Host-placed agent runs (the deployment's namespace)
+    karmada_server_in_cluster: str = ""  # for an agent in the host cluster
+    karmada_server_external: str = ""  # for an agent in the member
+    owner: dict[str, str] = field(default_factory=dict)  # labels tying host objects to the deployment
+
+
+# --------------------------------------------------------------------------- names
+
+
+def push_sa(cluster: str) -> str:
+    return f"karmada-{cluster}"
+
+
+def push_role(cluster: str) -> str:
+    return f"karmada-controller-manager:{push_sa(cluster)}"
+
+
+def agent_user(cluster: str) -> str:
+    return AGENT_USER_PREFIX + cluster
+
+
+def execution_namespace(cluster: str) -> str:
+    return f"karmada-es-{cluster}"
+
+
+def host_agent_name(deployment: str, cluster: str) -> str:
+    return f"{deployment}-agent-{cluster}"[:63].rstrip("-")
+
+
+# --------------------------------------------------------------------------- manifests
+
+
+def _meta(name: str, namespace: str | None = None, cluster: str = "", extra: dict | None = None) -> dict:
+    labels = dict(MANAGED_BY)
+    if cluster:
+        labels[MEMBER_LABEL] = cluster
+    labels.update(extra or {})
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def namespace(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(name, extra={"karmada.io/system": "true"})}
+
+
+def service_account(name: str, ns: str, cluster: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, ns, cluster)}
+
+
+def token_secret(sa: str, ns: str, cluster: str) -> dict:
+    meta = _meta(f"{sa}-token", ns, cluster)
+    meta["annotations"] = {"kubernetes.io/service-account.name": sa}
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token", "metadata": meta}
+
+
+def all_access_role(name: str, cluster: str) -> dict:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": _meta(name, cluster=cluster),
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                      {"nonResourceURLs": ["*"], "verbs": ["get"]}]}
+
+
+def binding(kind: str, name: str, role_kind: str, role: str, subjects: list[dict], cluster: str,
+            ns: str | None = None) -> dict:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": _meta(name, ns, cluster),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+            "subjects": subjects}
+
+
+def sa_subject(name: str, ns: str) -> dict:
+    return {"kind": "ServiceAccount", "name": name, "namespace": ns}
+
+
+def user_subject(name: str) -> dict:
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}
+
+
+def member_push_objects(cluster: str) -> list[dict]:
+    """What a Push join creates in the member (order matters: namespace first)."""
+    sa = push_sa(cluster)
+    return [
+        namespace(CLUSTER_NAMESPACE),
+        service_account(sa, CLUSTER_NAMESPACE, cluster),
+        all_access_role(push_role(cluster), cluster),
+        binding("ClusterRoleBinding", push_role(cluster), "ClusterRole", push_role(cluster),
+                [sa_subject(sa, CLUSTER_NAMESPACE)], cluster),
+        token_secret(sa, CLUSTER_NAMESPACE, cluster),
+        service_account("karmada-impersonator", CLUSTER_NAMESPACE, cluster),
+        token_secret("karmada-impersonator", CLUSTER_NAMESPACE, cluster),
+    ]
+
+
+def cluster_object(spec: MemberSpec, api_endpoint: str, cluster_id: str = "", push: bool = True,
+                   proxy_url: str = "") -> dict:
+    """The Cluster in Karmada. For Pull the agent creates it; we only own labels and taints."""
+    labels = dict(spec.labels)
+    labels.update(MANAGED_BY)
+    body: dict[str, Any] = {"apiVersion": CLUSTER_API, "kind": "Cluster",
+                            "metadata": {"name": spec.name, "labels": labels},
+                            "spec": {"taints": [dict(t) for t in spec.taints]}}
+    if push:
+        body["spec"].update({
+            "syncMode": "Push",
+            "apiEndpoint": api_endpoint,
+            "secretRef": {"namespace": CLUSTER_NAMESPACE, "name": spec.name},
+            "impersonatorSecretRef": {"namespace": CLUSTER_NAMESPACE, "name": f"{spec.name}-impersonator"},
+            "provider": spec.provider,
+            "region": spec.region,
+            "zones": list(spec.zones),
+        })
+        if cluster_id:
+            body["spec"]["id"] = cluster_id
+        if proxy_url:
+            body["spec"]["proxyURL"] = proxy_url
+    return body
+
+
+def karmada_push_secrets(cluster: str, ca_bundle: bytes, token: bytes, impersonator_token: bytes) -> list[dict]:
+    def b64(raw: bytes) -> str:
+        return base64.b64encode(raw).decode()
+
+    return [
+        {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+         "metadata": _meta(cluster, CLUSTER_NAMESPACE, cluster),
+         "data": {"caBundle": b64(ca_bundle), "token": b64(token)}},
+        {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+         "metadata": _meta(f"{cluster}-impersonator", CLUSTER_NAMESPACE, cluster),
+         "data": {"token": b64(impersonator_token)}},
+    ]
+
+
+def karmada_agent_rbac(cluster: str) -> list[dict]:
+    """The agent's permissions in Karmada, the same rules karmadactl register grants."""
+    user = [user_subject(agent_user(cluster))]
+    role = f"system:karmada:{cluster}:agent"
+    es = execution_namespace(cluster)
+    rbac = "rbac.authorization.k8s.io/v1"
+    return [
+        namespace(CLUSTER_NAMESPACE),
+        namespace(es),
+        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": _meta(role, cluster=cluster), "rules": [
+            {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"], "resourceNames": [cluster],
+             "verbs": ["get", "delete"]},
+            {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"], "verbs": ["create", "list", "watch"]},
+            {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/status"], "resourceNames": [cluster],
+             "verbs": ["update"]},
+            {"apiGroups": ["config.karmada.io"],
+             "resources": ["resourceinterpreterwebhookconfigurations", "resourceinterpretercustomizations"],
+             "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
+            {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
+             "verbs": ["get", "create"]},
+            {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "watch"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["patch", "create", "update"]},
+        ]},
+        binding("ClusterRoleBinding", role, "ClusterRole", role, user, cluster),
+        {"apiVersion": rbac, "kind": "Role", "metadata": _meta(f"{role}-secret", CLUSTER_NAMESPACE, cluster), "rules": [
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [cluster, f"{cluster}-impersonator"],
+             "verbs": ["get", "patch"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        ]},
+        binding("RoleBinding", f"{role}-secret", "Role", f"{role}-secret", user, cluster, CLUSTER_NAMESPACE),
+        {"apiVersion": rbac, "kind": "Role", "metadata": _meta(f"{role}-work", es, cluster), "rules": [
+            {"apiGroups": ["work.karmada.io"], "resources": ["works"],
+             "verbs": ["get", "create", "list", "watch", "update", "delete"]},
+            {"apiGroups": ["work.karmada.io"], "resources": ["works/status"], "verbs": ["patch", "update"]},
+        ]},
+        binding("RoleBinding", f"{role}-work", "Role", f"{role}-work", user, cluster, es),
+    ]
+
+
+def member_agent_access(cluster: str) -> list[dict]:
+    """The agent's identity in the member: a service account with every verb (and a token for Host placement)."""
+    return [
+        namespace(AGENT_NAMESPACE),
+        service_account("karmada-agent", AGENT_NAMESPACE, cluster),
+        all_access_role("karmada-agent", cluster),
+        binding("ClusterRoleBinding", "karmada-agent", "ClusterRole", "karmada-agent",
+                [sa_subject("karmada-agent", AGENT_NAMESPACE)], cluster),
+        token_secret("karmada-agent", AGENT_NAMESPACE, cluster),
+    ]
+
+
+def agent_args(spec: MemberSpec, member_server: str, member_kubeconfig: bool) -> list[str]:
+    args = [
+        "/bin/karmada-agent",
+        "--karmada-kubeconfig=/etc/karmada/kubeconfig",
+        f"--cluster-name={spec.name}",
+        f"--cluster-api-endpoint={member_server}",
+        f"--cluster-provider={spec.provider}",
+        f"--cluster-region={spec.region}",
+        f"--cluster-zones={','.join(spec.zones)}",
+        "--controllers=*",
+        f"--leader-elect-resource-namespace={AGENT_NAMESPACE}",
+        f"--cluster-namespace={CLUSTER_NAMESPACE}",
+        "--cluster-status-update-frequency=10s",
+        "--metrics-bind-address=:8080",
+        "--health-probe-bind-address=0.0.0.0:10357",
+        "--v=2",
+    ]
+    if member_kubeconfig:
+        args.insert(2, "--kubeconfig=/etc/member/kubeconfig")
+    return args
+
+
+def agent_deployment(spec: MemberSpec, agent: AgentSettings, name: str, ns: str, secret: str,
+                     member_server: str, host: bool, config_hash: str) -> dict:
+    labels = {"app": name, MEMBER_LABEL: spec.name}
+    mounts = [{"name": "karmada-kubeconfig", "mountPath": "/etc/karmada", "readOnly": True}]
+    volumes = [{"name": "karmada-kubeconfig",
+                "secret": {"secretName": secret, "items": [{"key": "karmada-kubeconfig", "path": "kubeconfig"}]}}]
+    if host:
+        mounts.append({"name": "member-kubeconfig", "mountPath": "/etc/member", "readOnly": True})
+        items = [{"key": "member-kubeconfig", "path": "kubeconfig"}]
+        volumes.append({"name": "member-kubeconfig", "secret": {"secretName": secret, "items": items}})
+    pod: dict[str, Any] = {
+        "containers": [{
+            "name": "karmada-agent",
+            "image": agent.image,
+            "imagePullPolicy": agent.pull_policy,
+            "command": agent_args(spec, member_server, host),
+            "ports": [{"name": "metrics", "containerPort": 8080}],
+            "livenessProbe": {"httpGet": {"path": "/healthz", "port": 10357}, "initialDelaySeconds": 15,
+                              "periodSeconds": 15, "failureThreshold": 3},
+            "volumeMounts": mounts,
+        }],
+        "volumes": volumes,
+        "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}],
+    }
+    if not host:
+        pod["serviceAccountName"] = "karmada-agent"
+    else:
+        pod["automountServiceAccountToken"] = False
+    if agent.pull_secrets:
+        pod["imagePullSecrets"] = [dict(s) for s in agent.pull_secrets]
+    meta = _meta(name, ns, spec.name, agent.owner if host else None)
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels,
+                                               "annotations": {"operator.karmada.io/config-hash": config_hash}},
+                                  "spec": pod}}}
+
+
+def token_kubeconfig(cluster: str, server: str, ca: bytes, token: str, tls_server_name: str = "") -> dict:
+    entry: dict[str, Any] = {"server": server, "certificate-authority-data": base64.b64encode(ca).decode()}
+    if tls_server_name:
+        entry["tls-server-name"] = tls_server_name
+    return {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": cluster, "cluster": entry}],
+            "users": [{"name": "karmada-agent", "user": {"token": token}}],
+            "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": "karmada-agent"}}],
+            "current-context": cluster}
+
+
+# --------------------------------------------------------------------------- cluster state
+
+
+def cluster_ready(obj: dict | None) -> tuple[bool, str]:
+    """(Ready, message) from a Cluster's status."""
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return cond.get("status") == "True", cond.get("message") or cond.get("reason") or ""
+    return False, "Karmada has not reported the cluster's state yet"
+
+
+# --------------------------------------------------------------------------- the flows
+
+
+@dataclass
+class Clients:
+    """How to reach the three clusters involved (made lazily, closed at the end)."""
+
+    host: Kube
+    karmada_factory: Callable[[], Kube]
+    member_kubeconfig: Callable[[], dict]  # raises MemberProblem
+    timeout: float = 20
+    _karmada: Kube | None = None
+    _member: Kube | None = None
+
+    def karmada(self) -> Kube:
+        if self._karmada is None:
+            self._karmada = self.karmada_factory()
+        return self._karmada
+
+    def member(self) -> Kube:
+        if self._member is None:
+            data = self.member_kubeconfig()
+            try:
+                self._member = Kube.from_kubeconfig(data, timeout=self.timeout)
+            except Exception as exc:  # the loader raises several types for a broken kubeconfig
+                raise MemberProblem("InvalidKubeconfig", f"the member's kubeconfig cannot be used: {exc}") from exc
+        return self._member
+
+    def close(self) -> None:
+        for client in (self._karmada, self._member):
+            if client is not None:
+                client.close()
+
+
+class Joiner:
+    """One member's join or unjoin. ``wait`` bounds every wait in seconds."""
+
+    def __init__(self, spec: MemberSpec, clients: Clients, agent: AgentSettings | None = None,
+                 ca: tuple[str, str] | None = None, wait: float = 180, poll: float = 2,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.spec = spec
+        self.clients = clients
+        self.agent = agent
+        self.ca = ca  # (ca.crt PEM, ca.key PEM) of the Karmada CA, for the Pull agent's certificate
+        self.wait = wait
+        self.poll = poll
+        self.sleep = sleep
+        self.result = Result(state="Joining")
+
+    # ---- helpers
+
+    def _apply(self, kube: Kube, obj: dict, where: str) -> dict:
+        out, changed = kube.apply(obj)
+        if changed:
+            meta = obj["metadata"]
+            self.result.changed = True
+            self.result.changes.append(f"{where}: {obj['kind']} {meta.get('namespace', '') and meta['namespace'] + '/'}"
+                                       f"{meta['name']}")
+        return out
+
+    def _delete(self, kube: Kube, obj: dict, where: str) -> None:
+        meta = obj["metadata"]
+        if kube.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")):
+            self.result.changed = True
+            self.result.changes.append(f"{where}: deleted {obj['kind']} {meta['name']}")
+
+    def _until(self, check: Callable[[], Any], timeout: float) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = check()
+            if value or time.monotonic() >= deadline:
+                return value
+            self.sleep(self.poll)
+
+    def _member_reachable(self) -> Kube:
+        member = self.clients.member()
+        try:
+            member.version()
+        except KubeError as exc:
+            raise MemberProblem("MemberUnreachable", f"the member's API server does not answer: {exc.message}") from exc
+        return member
+
+    def _token(self, member: Kube, sa: str, ns: str) -> tuple[bytes, bytes]:
+        """(ca.crt, token) from a service-account token Secret, once the token controller filled it."""
+        def filled():
+            secret = member.get("v1", "Secret", f"{sa}-token", ns) or {}
+            data = secret.get("data") or {}
+            return data if data.get("token") and data.get("ca.crt") else None
+
+        data = self._until(filled, min(self.wait, 60))
+        if not data:
+            raise MemberProblem("TokenNotIssued", f"the member issued no token for service account {ns}/{sa} in "
+                                f"{min(self.wait, 60):.0f}s: is its kube-controller-manager running?")
+        return base64.b64decode(data["ca.crt"]), base64.b64decode(data["token"])
+
+    def _wait_ready(self) -> None:
+        karmada = self.clients.karmada()
+        last: dict[str, Any] = {}
+
+        def ready():
+            obj = karmada.get(CLUSTER_API, "Cluster", self.spec.name)
+            last["obj"] = obj
+            return obj is not None and cluster_ready(obj)[0]
+
+        if self._until(ready, self.wait):
+            self.result.state, self.result.ready = "Joined", True
+            self.result.reason = "ClusterReady"
+            self.result.message = f"Karmada reports cluster {self.spec.name} Ready"
+            return
+        obj = last.get("obj")
+        self.result.state, self.result.ready = "Joining", False
+        if obj is None:
+            self.result.reason = "ClusterNotRegistered"
+            self.result.message = (f"karmada-agent has not registered cluster {self.spec.name} within "
+                                   f"{self.wait:.0f}s; check the agent's pod and log")
+        else:
+            self.result.reason = "ClusterNotReady"
+            self.result.message = f"cluster {self.spec.name} not Ready after {self.wait:.0f}s: {cluster_ready(obj)[1]}"
+
+    # ---- join
+
+    def join(self) -> Result:
+        try:
+            existing = self.clients.karmada().get(CLUSTER_API, "Cluster", self.spec.name)
+            if existing and (existing.get("spec") or {}).get("syncMode", "Push") != self.spec.sync_mode:
+                # The sync mode cannot change in place: take the member out first.
+                self.unjoin()
+                if self.result.state != "Unjoined":
+                    return self.result
+                self.result = Result(state="Joining", changed=True, changes=list(self.result.changes))
+            if self.spec.sync_mode == "Pull":
+                self._join_pull()
+            else:
+                self._join_push()
+        except MemberProblem as exc:
+            self.result.state, self.result.ready = exc.state, False
+            self.result.reason, self.result.message = exc.reason, exc.message
+        except KubeError as exc:
+            self.result.state, self.result.ready = "Failed", False
+            self.result.reason = "KarmadaUnreachable" if exc.status == 0 else f"Api{exc.reason}"
+            self.result.message = exc.message
+        return self.result
+
+    def _join_push(self) -> None:
+        member = self._member_reachable()
+        for obj in member_push_objects(self.spec.name):
+            self._apply(member, obj, "member")
+        ca, token = self._token(member, push_sa(self.spec.name), CLUSTER_NAMESPACE)
+        _, imp_token = self._token(member, "karmada-impersonator", CLUSTER_NAMESPACE)
+        kube_system = member.get("v1", "Namespace", "kube-system") or {}
+        cluster_id = (kube_system.get("metadata") or {}).get("uid") or ""
+        self.result.cluster_id = cluster_id
+        entry = kubeconfig_cluster(self.clients.member_kubeconfig())
+        karmada = self.clients.karmada()
+        self._apply(karmada, namespace(CLUSTER_NAMESPACE), "karmada")
+        for obj in karmada_push_secrets(self.spec.name, ca, token, imp_token):
+            self._apply(karmada, obj, "karmada")
+        self._apply(karmada, cluster_object(self.spec, member.server, cluster_id, push=True,
+                                            proxy_url=entry.get("proxy-url") or ""), "karmada")
+        self._wait_ready()
+
+    def _join_pull(self) -> None:
+        if self.agent is None or self.ca is None:
+            raise MemberProblem("NoAgentSettings", "Pull mode needs the agent image and the Karmada CA")
+        host_placed = self.spec.agent_placement == "Host"
+        karmada_server = (self.agent.karmada_server_in_cluster if host_placed
+                          else self.agent.karmada_server_external)
+        if not karmada_server:
+            raise MemberProblem(
+                "NoReachableKarmadaEndpoint",
+                "a Pull member's agent runs in the member and needs an address of karmada-apiserver it can reach: "
+                "set spec.apiServer.externalLoadBalancer (or serviceType LoadBalancer/NodePort with it), or "
+                "agentPlacement: Host")
+        member = self._member_reachable()
+        karmada = self.clients.karmada()
+        for obj in karmada_agent_rbac(self.spec.name):
+            self._apply(karmada, obj, "karmada")
+        for obj in member_agent_access(self.spec.name):
+            self._apply(member, obj, "member")
+        where, kube = ("host", self.clients.host) if host_placed else ("member", member)
+        name = host_agent_name(self.agent.owner.get("app.kubernetes.io/instance", "karmada"), self.spec.name) \
+            if host_placed else "karmada-agent"
+        ns = self.agent.host_namespace if host_placed else AGENT_NAMESPACE
+        secret_name = f"{name}-kubeconfig" if host_placed else "karmada-agent-kubeconfig"
+        current = kube.get("v1", "Secret", secret_name, ns) or {}
+        data = dict(current.get("data") or {})
+        karmada_conf = self._agent_kubeconfig(data.get("karmada-kubeconfig"), karmada_server)
+        want = {"karmada-kubeconfig": karmada_conf}
+        if host_placed:
+            ca, token = self._token(member, "karmada-agent", AGENT_NAMESPACE)
+            entry = kubeconfig_cluster(self.clients.member_kubeconfig())
+            conf = token_kubeconfig(self.spec.name, member.server, ca, token.decode(),
+                                    entry.get("tls-server-name") or "")
+            want["member-kubeconfig"] = base64.b64encode(yaml.safe_dump(conf).encode()).decode()
+        secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                  "metadata": _meta(secret_name, ns, self.spec.name, self.agent.owner if host_placed else None),
+                  "data": want}
+        self._apply(kube, secret, where)
+        digest = hashlib.sha256("".join(want[k] for k in sorted(want)).encode()).hexdigest()[:16]
+        self._apply(kube, agent_deployment(self.spec, self.agent, name, ns, secret_name, member.server,
+                                           host_placed, digest), where)
+        self._wait_ready()
+        if self.result.ready:
+            # The agent made the Cluster; the labels and taints from the spec are ours to keep.
+            obj = karmada.get(CLUSTER_API, "Cluster", self.spec.name) or {}
+            want_obj = cluster_object(self.spec, member.server, push=False)
+            if not contains(obj, {"metadata": want_obj["metadata"], "spec": want_obj["spec"]}):
+                karmada.merge_patch(CLUSTER_API, "Cluster", self.spec.name,
+                                    {"metadata": {"labels": want_obj["metadata"]["labels"]},
+                                     "spec": {"taints": want_obj["spec"]["taints"]}})
+                self.result.changed = True
+                self.result.changes.append("karmada: labels and taints on Cluster")
+
+    def _agent_kubeconfig(self, existing_b64: str | None, server: str) -> str:
+        """The agent's kubeconfig for Karmada (base64), reused while its certificate is good."""
+        ca_pem, ca_key_pem = self.ca  # type: ignore[misc]
+        ca_cert = pki.load_cert(ca_pem)
+        if existing_b64:
+            try:
+                conf = yaml.safe_load(base64.b64decode(existing_b64))
+                user = conf["users"][0]["user"]
+                cert = pki.load_cert(base64.b64decode(user["client-certificate-data"]))
+                fresh = (pki.issued_by(cert, ca_cert)
+                         and cert.not_valid_after_utc - dt.timedelta(days=AGENT_RENEW_DAYS) > _now()
+                         and cert.subject.rfc4514_string().endswith(f"CN={agent_user(self.spec.name)}")
+                         and conf["clusters"][0]["cluster"]["server"] == server)
+                if fresh:
+                    return existing_b64
+            except (ValueError, KeyError, TypeError, IndexError, yaml.YAMLError):
+                pass
+        key = pki.generate_key(pki.key_params_of(pki.load_key(ca_key_pem)) or pki.KeyParams("ECDSA", 256))
+        profile = pki.LeafProfile(name="karmada-agent", ca="ca", common_name=agent_user(self.spec.name),
+                                  usages=pki.CLIENT, organizations=(AGENT_GROUP,))
+        now = _now()
+        not_after = min(now + dt.timedelta(days=AGENT_CERT_DAYS), ca_cert.not_valid_after_utc)
+        cert = pki.issue_leaf(profile, key, ca_cert, pki.load_key(ca_key_pem), now, not_after)
+        text = pki.render_kubeconfig("karmada", server, agent_user(self.spec.name), ca_pem,
+                                     pki.cert_pem(cert), pki.key_pem(key))
+        return base64.b64encode(text.encode()).decode()
+
+    # ---- unjoin
+
+    def unjoin(self) -> Result:
+        self.result.state = "Unjoining"
+        try:
+            self._unjoin()
+        except MemberProblem as exc:
+            self.result.state, self.result.ready = exc.state, False
+            self.result.reason, self.result.message = exc.reason, exc.message
+        except KubeError as exc:
+            self.result.state = "Unjoining"
+            self.result.reason = "KarmadaUnreachable" if exc.status == 0 else f"Api{exc.reason}"
+            self.result.message = exc.message
+        return self.result
+
+    def _unjoin(self) -> None:
+        karmada = self.clients.karmada()
+        name = self.spec.name
+        notes: list[str] = []
+        if karmada.get(CLUSTER_API, "Cluster", name) is not None:
+            karmada.delete(CLUSTER_API, "Cluster", name)
+            self.result.changed = True
+            self.result.changes.append(f"karmada: deleted Cluster {name}")
+            gone = self._until(lambda: karmada.get(CLUSTER_API, "Cluster", name) is None, self.wait)
+            if not gone:
+                # Karmada could not withdraw its work (typically: the member is unreachable).
+                karmada.merge_patch(CLUSTER_API, "Cluster", name, {"metadata": {"finalizers": None}})
+                notes.append(f"Karmada did not finish withdrawing work from {name} within {self.wait:.0f}s; "
+                             f"the Cluster was removed anyway and workloads may remain in the member")
+        for obj in karmada_push_secrets(name, b"", b"", b"") + karmada_agent_rbac(name)[2:]:
+            self._delete(karmada, obj, "karmada")
+        # Member side (and a Host-placed agent): best effort, reported.
+        if self.agent is not None and self.agent.host_namespace:
+            agent_name = host_agent_name(self.agent.owner.get("app.kubernetes.io/instance", "karmada"), name)
+            for kind, obj_name in (("Deployment", agent_name), ("Secret", f"{agent_name}-kubeconfig")):
+                api = "apps/v1" if kind == "Deployment" else "v1"
+                if self.clients.host.delete(api, kind, obj_name, self.agent.host_namespace):
+                    self.result.changed = True
+                    self.result.changes.append(f"host: deleted {kind} {obj_name}")
+        try:
+            member = self._member_reachable()
+            for obj in reversed(member_push_objects(name) + member_agent_access(name)):
+                if obj["kind"] == "Namespace":
+                    continue
+                self._delete(member, obj, "member")
+            for ns_name in (CLUSTER_NAMESPACE, AGENT_NAMESPACE):
+                ns = member.get("v1", "Namespace", ns_name) or {}
+                if ((ns.get("metadata") or {}).get("labels") or {}).get("app.kubernetes.io/managed-by") \
+                        == MANAGED_BY["app.kubernetes.io/managed-by"]:
+                    self._delete(member, namespace(ns_name), "member")
+            for deployment in ("karmada-agent",):
+                self._delete(member, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                      "metadata": {"name": deployment, "namespace": AGENT_NAMESPACE}}, "member")
+        except (MemberProblem, KubeError) as exc:
+            message = exc.message if isinstance(exc, (MemberProblem, KubeError)) else str(exc)
+            self.result.state = "Unjoining"
+            self.result.reason = "MemberNotCleaned"
+            self.result.message = "; ".join(notes + [f"removed from Karmada, but the member-side objects (namespace "
+                                                     f"{CLUSTER_NAMESPACE}, service accounts, RBAC) are left: "
+                                                     f"{message}; retried at the next reconcile"])
+            return
+        self.result.state = "Unjoined"
+        self.result.reason = "ForcedRemoval" if notes else "Unjoined"
+        self.result.message = "; ".join(notes) or f"cluster {name} removed from Karmada and the member cleaned"
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
