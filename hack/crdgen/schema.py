@@ -521,6 +521,8 @@ def karmada_deployment_status() -> Schema:
                 "state": s("Join state.", enum=["Pending", "Joining", "Joined", "Unjoining", "Failed"]),
                 "ready": s("Karmada reports the Cluster Ready.", "boolean"),
                 "syncMode": s("Push or Pull."),
+                "agentPlacement": s("Where the Pull member's karmada-agent runs (Member or Host).",
+                                    enum=["Member", "Host"]),
                 "reason": s("CamelCase reason."),
                 "message": s("Detail."),
                 "specHash": s("Hash of the spec entry this member last joined with "

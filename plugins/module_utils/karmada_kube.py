@@ -48,7 +48,13 @@ class KubeError(Exception):
 
 
 def contains(have: Any, want: Any) -> bool:
-    """True when every field of ``want`` is in ``have`` with the same value (lists compared whole)."""
+    """True when every field of ``want`` is in ``have`` with the same value (lists compared whole).
+
+    An empty value wanted ("", [], {}) matches a missing field: the API server drops empty
+    optional fields (omitempty), so asking for them again is not a change.
+    """
+    if have is None and want in ("", [], {}):
+        return True
     if isinstance(want, dict):
         if not isinstance(have, dict):
             return False

@@ -592,7 +592,7 @@ class Joiner:
                 cert = pki.load_cert(base64.b64decode(user["client-certificate-data"]))
                 fresh = (pki.issued_by(cert, ca_cert)
                          and cert.not_valid_after_utc - dt.timedelta(days=AGENT_RENEW_DAYS) > _now()
-                         and cert.subject.rfc4514_string().endswith(f"CN={agent_user(self.spec.name)}")
+                         and pki.common_name(cert) == agent_user(self.spec.name)
                          and conf["clusters"][0]["cluster"]["server"] == server)
                 if fresh:
                     return existing_b64

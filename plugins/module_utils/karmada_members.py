@@ -33,6 +33,7 @@ JOINED_GROUP = "members_joined"
 SYNC_MODE_GROUPS = {"Push": "push", "Pull": "pull"}
 DEFAULT_SYNC_MODE = "Push"
 DEFAULT_KUBECONFIG_KEY = "kubeconfig"
+DEFAULT_AGENT_PLACEMENT = "Member"
 # Status states of a member that may still be registered in Karmada, so unjoin must run.
 REGISTERED_STATES = frozenset({"Joined", "Joining", "Unjoining", "Failed"})
 
@@ -78,6 +79,7 @@ def normalized_member(member: dict[str, Any]) -> dict[str, Any]:
     ref.setdefault("key", DEFAULT_KUBECONFIG_KEY)
     out["kubeconfigSecretRef"] = ref
     out.setdefault("syncMode", DEFAULT_SYNC_MODE)
+    out.setdefault("agentPlacement", DEFAULT_AGENT_PLACEMENT)
     return out
 
 
@@ -117,7 +119,7 @@ def _spec_member_vars(member: dict[str, Any], owner: dict[str, str], status: dic
         "karmada_member_provider": spec.get("provider") or "",
         "karmada_member_labels": dict(spec.get("labels") or {}),
         "karmada_member_taints": [dict(t) for t in spec.get("taints") or []],
-        "karmada_member_agent_placement": spec.get("agentPlacement") or "Member",
+        "karmada_member_agent_placement": spec["agentPlacement"],
         "karmada_member_spec_hash": member_spec_hash(member),
         "karmada_member_state": status.get("state") or "",
         "karmada_member_action": action,
@@ -139,7 +141,7 @@ def _status_member_vars(entry: dict[str, Any], owner: dict[str, str]) -> dict[st
         "karmada_member_provider": "",
         "karmada_member_labels": {},
         "karmada_member_taints": [],
-        "karmada_member_agent_placement": "Member",
+        "karmada_member_agent_placement": entry.get("agentPlacement") or DEFAULT_AGENT_PLACEMENT,
         "karmada_member_spec_hash": entry.get("specHash") or "",
         "karmada_member_state": entry.get("state") or "",
         "karmada_member_action": "delete",
@@ -241,7 +243,7 @@ def members_status(spec_members: list[dict[str, Any]], previous: list[dict[str, 
                                               "message": "waiting for the control plane"})
         else:
             entry = _entry(name, result, member_spec_hash(member), normalized["kubeconfigSecretRef"],
-                           normalized["syncMode"])
+                           normalized["syncMode"], normalized.get("agentPlacement") or DEFAULT_AGENT_PLACEMENT)
         if entry.get("ready"):
             ready_count += 1
         else:
@@ -264,7 +266,8 @@ def members_status(spec_members: list[dict[str, Any]], previous: list[dict[str, 
         if result.get("state") == "Unjoined":
             continue
         ref = old.get("kubeconfigSecretRef") or {}
-        out.append(_entry(name, result, old.get("specHash") or "", ref, old.get("syncMode") or DEFAULT_SYNC_MODE))
+        out.append(_entry(name, result, old.get("specHash") or "", ref, old.get("syncMode") or DEFAULT_SYNC_MODE,
+                          old.get("agentPlacement") or DEFAULT_AGENT_PLACEMENT))
         leftovers.append(f"{name} ({result.get('reason')}: {result.get('message')})")
         retry = True
     total = len(spec)
@@ -283,12 +286,14 @@ def members_status(spec_members: list[dict[str, Any]], previous: list[dict[str, 
     return {"members": out, "readyMembers": f"{ready_count}/{total}", "condition": condition, "retry": retry}
 
 
-def _entry(name: str, result: dict[str, Any], spec_hash: str, ref: dict[str, Any], sync_mode: str) -> dict[str, Any]:
+def _entry(name: str, result: dict[str, Any], spec_hash: str, ref: dict[str, Any], sync_mode: str,
+           agent_placement: str) -> dict[str, Any]:
     entry = {
         "name": name,
         "state": result.get("state") or "Failed",
         "ready": bool(result.get("ready")),
         "syncMode": sync_mode,
+        "agentPlacement": agent_placement,
         # A module that crashed has no reason, only Ansible's msg.
         "reason": result.get("reason") or ("" if result.get("state") else "OperatorError"),
         "message": (result.get("message") or result.get("msg") or "")[:2000],

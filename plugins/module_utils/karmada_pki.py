@@ -643,6 +643,12 @@ def cert_sans(cert: x509.Certificate) -> tuple[set[str], set[str]]:
     return dns, {str(i) for i in ext.get_values_for_type(x509.IPAddress)}
 
 
+def common_name(cert: x509.Certificate) -> str:
+    """The subject's common name ("" when it has none)."""
+    attrs = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(attrs[0].value) if attrs else ""
+
+
 def issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
     try:
         cert.verify_directly_issued_by(ca)

@@ -47,6 +47,7 @@ def test_new_members_are_added_with_their_vars():
         "karmada_member_provider": "onprem",
         "karmada_member_labels": {"env": "prod"},
         "karmada_member_taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
+        "karmada_member_agent_placement": "Member",
         "karmada_member_spec_hash": km.member_spec_hash(m1),
         "karmada_member_state": "",
         "karmada_member_action": "add",
