@@ -20,6 +20,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from support.processes import stop_process  # bench_install.py puts tests/ on sys.path
+
 KARMADA_CRD = "karmadas.operator.karmada.io"
 DATA_DIR = Path("/var/lib/karmada")  # constants.KarmadaDataDir: where it caches the CRD tarball
 
@@ -110,13 +112,7 @@ class KarmadaOperatorProcess:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, 30)
         self._log.close()
 
 

@@ -32,19 +32,28 @@ sha=$(python "$root/hack/serve-karmada-crds.py" --build-only --out "$crds")
 if pgrep -f "ansible-operator run --watches-file=./watches.yaml" >/dev/null; then
   echo "operator already running, log: $run_dir/operator.log"
 else
-  (cd "$root" && nohup ansible-operator run --watches-file=./watches.yaml --ansible-roles-path="$root/roles" \
-    --leader-elect=false --health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=0 \
-    >"$run_dir/operator.log" 2>&1 & echo $! >"$run_dir/pid")
+  # `&` on the operator alone, so the pid file holds the operator's pid (make down kills it).
+  (cd "$root" || exit 1
+   nohup ansible-operator run --watches-file=./watches.yaml --ansible-roles-path="$root/roles" \
+     --leader-elect=false --health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=0 \
+     >"$run_dir/operator.log" 2>&1 </dev/null &
+   echo $! >"$run_dir/pid")
   echo "operator started (pid $(cat "$run_dir/pid")), log: $run_dir/operator.log"
 fi
 
-# The sample as it is, with the CRD source set for this offline machine. Member clusters
-# (spec.members) are registered by a later release; they are left out here.
+# The sample's two member clusters: kwok clusters from the test bed (their kubeconfig
+# Secrets member1-kubeconfig and member2-kubeconfig land in karmada-system).
+"$root/hack/testenv/members.sh" 2 3
+
+# The sample as it is, with the CRD source set for this offline machine. Its Pull member's
+# karmada-agent runs in the host cluster (agentPlacement Host): kwok nodes cannot run pods.
 python - "$root/config/samples/operator_v1alpha1_karmadadeployment.yaml" "file://$crds" "$sha" <<'PY' | kubectl apply -f -
 import sys, yaml
 cr = yaml.safe_load(open(sys.argv[1]))
 cr["spec"]["crds"] = {"url": sys.argv[2], "sha256": sys.argv[3]}
-cr["spec"].pop("members", None)
+for member in cr["spec"].get("members", []):
+    if member.get("syncMode") == "Pull":
+        member["agentPlacement"] = "Host"
 print(yaml.safe_dump(cr))
 PY
 
@@ -52,14 +61,14 @@ deadline=$(( $(date +%s) + timeout_s ))
 last=""
 while [ "$(date +%s)" -lt "$deadline" ]; do
   line=$(kubectl -n "$ns" get karmadadeployment karmada \
-    -o jsonpath='{.status.phase}{" "}{range .status.conditions[?(@.type=="Ready")]}{.status}{" "}{.reason}{": "}{.message}{end}' \
+    -o jsonpath='{.status.phase}{" "}{range .status.conditions[?(@.type=="Ready")]}{.status}{" "}{.reason}{": "}{.message}{end}{"; members "}{range .status.conditions[?(@.type=="MembersReady")]}{.status}{" "}{.message}{end}' \
     2>/dev/null || true)
   if [ -n "$line" ] && [ "$line" != "$last" ]; then echo "$(date +%T) karmada: $line"; last=$line; fi
-  case "$line" in Running\ True*) break ;; esac
+  case "$line" in Running\ True*members\ True*) break ;; esac
   sleep 5
 done
 kubectl -n "$ns" get karmadadeployments
-case "$last" in Running\ True*) ;; *) echo "not Ready after ${timeout_s}s; see $run_dir/operator.log" >&2; exit 1 ;; esac
+case "$last" in Running\ True*members\ True*) ;; *) echo "not Ready after ${timeout_s}s; see $run_dir/operator.log" >&2; exit 1 ;; esac
 
 # A kubeconfig for this machine: the admin kubeconfig names the external balancer of the
 # sample (not reachable here), so point it at the karmada-apiserver Service instead.
@@ -73,11 +82,13 @@ kubectl --kubeconfig "$local_conf.tmp" config set-cluster "$(kubectl --kubeconfi
 mv "$local_conf.tmp" "$local_conf"
 cat <<TXT
 
-Karmada is Running.
+Karmada is Running, with member clusters member1 (Push) and member2 (Pull) joined.
   Host cluster:      export KUBECONFIG=$KUBECONFIG
   Karmada (here):    kubectl --kubeconfig $local_conf get --raw /readyz
   Admin kubeconfig:  Secret $ns/$secret, key kubeconfig (server: the sample's external balancer)
   Operator log:      $run_dir/operator.log
-Try: kubectl --kubeconfig $local_conf api-resources | grep karmada.io
+Try: kubectl --kubeconfig $local_conf get clusters
+     kubectl -n $ns get karmadadeployment karmada -o jsonpath='{.status.members}'
+     (member kubeconfigs: $(dirname "$KUBECONFIG")/members/member<i>/kubeconfig; edit spec.members to join or unjoin)
 Undo with: make down
 TXT

@@ -420,6 +420,8 @@ class Joiner:
     # ---- helpers
 
     def _apply(self, kube: Kube, obj: dict, where: str) -> dict:
+        if obj["kind"] == "Namespace":
+            self._namespace_not_terminating(kube, obj["metadata"]["name"], where)
         out, changed = kube.apply(obj)
         if changed:
             meta = obj["metadata"]
@@ -427,6 +429,18 @@ class Joiner:
             self.result.changes.append(f"{where}: {obj['kind']} {meta.get('namespace', '') and meta['namespace'] + '/'}"
                                        f"{meta['name']}")
         return out
+
+    def _namespace_not_terminating(self, kube: Kube, name: str, where: str) -> None:
+        """Wait for a namespace an earlier unjoin deleted to be gone before using it again."""
+        def settled():
+            ns = kube.get("v1", "Namespace", name)
+            return ns is None or ((ns.get("status") or {}).get("phase") != "Terminating")
+
+        timeout = min(self.wait, 60)
+        if not self._until(settled, timeout):
+            raise MemberProblem("NamespaceTerminating",
+                                f"{where} namespace {name} is still being deleted (an earlier unjoin) after "
+                                f"{timeout:.0f}s; retried at the next reconcile", state="Joining")
 
     def _delete(self, kube: Kube, obj: dict, where: str) -> None:
         meta = obj["metadata"]

@@ -68,7 +68,9 @@ options:
     type: str
     required: true
   kubeconfig_secret:
-    description: The member's kubeconfig in the host cluster, C({name, key, namespace}) (namespace defaults to O(namespace)).
+    description:
+      - The member's kubeconfig in the host cluster, C({name, key, namespace}).
+      - The namespace defaults to O(namespace).
     type: dict
     required: true
   karmada:

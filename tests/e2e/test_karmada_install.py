@@ -7,12 +7,9 @@ Karmada module source the test bed built from. The tests run in file order on on
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
-import re
 import socket
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -20,8 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support import waiting
+from support import karmada_e2e, waiting
 from support.karmada_crds_server import serve
+from support.karmada_e2e import operator_kubeconfig, recap
 from support.operator_runtime import OperatorProcess
 from support.testenv import HostCluster
 from support.waiting import condition, crds_established
@@ -31,7 +29,6 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 NS = "karmada-system"
 LB_ADDRESS, LB_PORT = "127.0.0.2", 18443
-RUNNER = Path("/tmp/ansible-operator/runner/operator.karmada.io/v1alpha1/KarmadaDeployment") / NS / "karmada"
 
 
 class TcpProxy:
@@ -80,40 +77,15 @@ def wait_for(predicate, timeout: float, what: str, operator: OperatorProcess):
 
 
 def runs() -> list[Path]:
-    """The runtime's finished reconcile runs, oldest first."""
-    artifacts = RUNNER / "artifacts"
-    if not artifacts.exists():
-        return []
-    done = [d for d in artifacts.iterdir() if d.name != "latest" and (d / "status").exists()]
-    return sorted(done, key=lambda d: d.stat().st_mtime)
+    return karmada_e2e.runs(NS, "karmada")
 
 
-def recap(run: Path) -> dict[str, int]:
-    text = re.sub(r"\x1b\[[0-9;]*m", "", (run / "stdout").read_text())
-    line = [raw for raw in text.splitlines() if raw.startswith("localhost") and "changed=" in raw][-1]
-    return {k: int(v) for k, v in (item.split("=") for item in line.split(":", 1)[1].split())}
+def karmada_kubeconfig(install, via_service: bool = True) -> Path:
+    return install["kd"].kubeconfig(via_service)
 
 
-def operator_kubeconfig(host: HostCluster, work: Path) -> Path:
-    """A kubeconfig with the operator's own ServiceAccount token: the operator runs with exactly
-    the RBAC of config/rbac (what `make deploy` grants), which proves it is enough."""
-    docs = yaml.safe_load_all(host.kubectl("kustomize", str(ROOT / "config/default")).stdout)
-    keep = [d for d in docs if d and d["kind"] not in ("Deployment", "Service", "CustomResourceDefinition")]
-    host.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(keep))
-    sa_ns = next(d["metadata"]["name"] for d in keep if d["kind"] == "Namespace")
-    sa = next(d["metadata"]["name"] for d in keep if d["kind"] == "ServiceAccount")
-    token = host.kubectl("create", "token", sa, "-n", sa_ns, "--duration=4h").stdout.strip()
-    admin = yaml.safe_load(host.kubeconfig.read_text())
-    cluster = admin["clusters"][0]["cluster"]
-    conf = {"apiVersion": "v1", "kind": "Config",
-            "clusters": [{"name": "host", "cluster": cluster}],
-            "users": [{"name": sa, "user": {"token": token}}],
-            "contexts": [{"name": "operator", "context": {"cluster": "host", "user": sa}}],
-            "current-context": "operator"}
-    path = work / "operator.kubeconfig"
-    path.write_text(yaml.safe_dump(conf))
-    path.chmod(0o600)
-    return path
+def karmadactl(install, *args, kubeconfig: Path | None = None, input: str | None = None, check: bool = True):
+    return install["kd"].karmadactl(*args, kubeconfig=kubeconfig, input=input, check=check)
 
 
 @pytest.fixture(scope="module")
@@ -137,38 +109,14 @@ def install(host_cluster: HostCluster, bin_path, tmp_path_factory):
     wait_for(lambda: condition(kd(host_cluster), "Ready").get("status") == "True", 1200, "Ready", operator)
     elapsed = time.monotonic() - start
     print(f"\napply-to-Ready: {elapsed:.0f}s")
-    state = {"operator": operator, "crds": crds, "host": host_cluster, "work": work, "ready_seconds": elapsed}
+    state = {"operator": operator, "crds": crds, "host": host_cluster, "work": work, "ready_seconds": elapsed,
+             "kd": karmada_e2e.Deployment(host_cluster, operator, work, "karmada", NS)}
     yield state
     # Whatever a test left behind (normally removed by the deletion test), while the operator
     # still runs to finalize it.
     host_cluster.kubectl("delete", "karmadadeployment", "--all", "-n", NS, "--timeout=300s", check=False)
     operator.stop()
     crds.stop()
-
-
-def karmada_kubeconfig(install, via_service: bool = True) -> Path:
-    """The admin kubeconfig from its Secret; optionally re-pointed at the Service's ClusterIP
-    (what reaches karmada-apiserver from this node without the balancer)."""
-    host = install["host"]
-    secret = host.get("secret", kd(host)["status"]["adminKubeconfigSecret"], "-n", NS)
-    conf = yaml.safe_load(base64.b64decode(secret["data"]["kubeconfig"]))
-    if via_service:
-        ip = host.get("service", "karmada-apiserver", "-n", NS)["spec"]["clusterIP"]
-        conf["clusters"][0]["cluster"]["server"] = f"https://{ip}:5443"
-        conf["clusters"][0]["cluster"]["tls-server-name"] = "karmada-apiserver.karmada-system.svc.cluster.local"
-    path = install["work"] / ("karmada-svc.conf" if via_service else "karmada-admin.conf")
-    path.write_text(yaml.safe_dump(conf))
-    path.chmod(0o600)
-    return path
-
-
-def karmadactl(install, *args, kubeconfig: Path | None = None, input: str | None = None, check: bool = True):
-    kubectl = str(Path(install["host"].settings["KO_LINKS"]) / "kubectl")
-    proc = subprocess.run([kubectl, "--kubeconfig", str(kubeconfig or karmada_kubeconfig(install)), *args],
-                          input=input, capture_output=True, text=True, timeout=60)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"kubectl {' '.join(args)} against Karmada failed:\n{proc.stderr}")
-    return proc
 
 
 def test_sample_turns_ready_and_karmada_works(install):

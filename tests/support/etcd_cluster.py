@@ -29,6 +29,8 @@ from typing import Any
 import etcd_client
 from etcd_client import EtcdClient, EtcdError
 
+from support.processes import stop_process
+
 ROOT = Path(__file__).resolve().parents[2]
 _used_ports: set[int] = set()
 
@@ -226,13 +228,7 @@ class EtcdTestCluster:
         return node
 
     def stop_node(self, node: EtcdNode) -> None:
-        if node.proc is not None and node.proc.poll() is None:
-            node.proc.terminate()
-            try:
-                node.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                node.proc.kill()
-                node.proc.wait()
+        stop_process(node.proc, 15)
 
     def close(self) -> None:
         for node in list(self.nodes.values()) + self.stopped:

@@ -12,6 +12,7 @@ from pathlib import Path
 import requests
 
 from support.kube_apiserver import free_port
+from support.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,11 +59,5 @@ class OperatorProcess:
         return self.log_path.read_text()[-chars:]
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, 30)
         self._log.close()

@@ -274,8 +274,8 @@ def host_cluster() -> HostCluster:
 
 @pytest.fixture(scope="session")
 def member_clusters(host_cluster: HostCluster) -> list[MemberCluster]:
-    """KO_TESTENV_MEMBERS kwok member clusters (default 2) with KO_TESTENV_NODES nodes each (3)."""
-    count = int(os.environ.get("KO_TESTENV_MEMBERS", "2"))
+    """KO_TESTENV_MEMBERS kwok member clusters (default 3) with KO_TESTENV_NODES nodes each (3)."""
+    count = int(os.environ.get("KO_TESTENV_MEMBERS", "3"))
     nodes = int(os.environ.get("KO_TESTENV_NODES", "3"))
     members = member_handles(count, nodes)
     started = False

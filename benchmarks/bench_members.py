@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Benchmark member join: our operator joining N members at once vs a sequential `karmadactl join` loop.
+
+On the local host cluster, with N kwok member clusters from the test bed
+(``hack/testenv/members.sh N 1``; N = BENCH_MEMBERS, default 10; 20 fits in 24 GiB):
+
+1. Our operator (the real ansible-operator with watches.yaml) installs one small Karmada
+   (KarmadaDeployment ``bench`` in karmada-system, 1 etcd member, no members) and waits Ready.
+2. Ours: ``spec.members`` is set to all N members (Push) in one patch; the figure is the time
+   from the patch to status saying N/N joined, every Cluster Ready. Also printed: how long
+   the member play itself took inside that reconcile (the ``Join or unjoin`` task, first
+   start to last result, from ansible-runner's job events: all members run in parallel).
+3. All members are removed from spec again and the operator unjoins them.
+4. Theirs: ``karmadactl join`` (built from the pinned Karmada module) once per member, one
+   after the other (what a platform team's script does), against the same Karmada; the
+   figure is from the first call to every Cluster Ready. Then ``karmadactl unjoin`` each.
+5. The ratio theirs/ours (how many times faster the operator is).
+
+Everything started here is stopped at the end. Needs root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from support import karmada_e2e  # noqa: E402
+from support.karmada_crds_server import serve  # noqa: E402
+from support.operator_runtime import OperatorProcess  # noqa: E402
+from support.testenv import HACK, host_handle, member_handles, settings  # noqa: E402
+from support.waiting import condition, crds_established  # noqa: E402
+
+N = int(os.environ.get("BENCH_MEMBERS", "10"))
+TIMEOUT = float(os.environ.get("BENCH_MEMBERS_TIMEOUT", "1200"))
+NAME, NS = "bench", "karmada-system"
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def wait_until(predicate, timeout: float, interval: float = 1.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(subprocess.SubprocessError, json.JSONDecodeError, KeyError):
+            value = predicate()
+            if value:
+                return value
+        time.sleep(interval)
+    return None
+
+
+def ready_clusters(fleet: karmada_e2e.Deployment) -> set[str]:
+    out = fleet.karmadactl("get", "clusters", "-o", "json", check=False)
+    if out.returncode != 0:
+        return set()
+    return {c["metadata"]["name"] for c in json.loads(out.stdout)["items"]
+            if condition(c, "Ready").get("status") == "True"}
+
+
+def cluster_names(fleet: karmada_e2e.Deployment) -> set[str]:
+    out = fleet.karmadactl("get", "clusters", "-o", "json", check=False)
+    return {c["metadata"]["name"] for c in json.loads(out.stdout)["items"]} if out.returncode == 0 else {"?"}
+
+
+def members_joined(fleet: karmada_e2e.Deployment, count: int) -> bool:
+    status = fleet.get().get("status", {})
+    joined = [m for m in status.get("members", []) if m["state"] == "Joined" and m["ready"]]
+    return len(joined) == count and status.get("readyMembers") == f"{count}/{count}"
+
+
+def member_play_seconds(run: Path) -> float | None:
+    """First start to last result of the member task in one run (all members in parallel)."""
+    stamps = []
+    for event in (run / "job_events").glob("*.json"):
+        with contextlib.suppress(ValueError, OSError):
+            data = json.loads(event.read_text())
+            task = (data.get("event_data") or {}).get("task") or ""
+            if task.startswith("Join or unjoin") and data.get("created"):
+                stamps.append(datetime.fromisoformat(data["created"]).timestamp())
+    return max(stamps) - min(stamps) if len(stamps) >= 2 else None
+
+
+def set_members(fleet: karmada_e2e.Deployment, members: list[dict]) -> None:
+    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge",
+                       "-p", json.dumps({"spec": {"members": members}}))
+
+
+def bench_ours(fleet: karmada_e2e.Deployment, members) -> tuple[float | None, str]:
+    spec = [{"name": m.name, "kubeconfigSecretRef": {"name": m.secret_name}, "syncMode": "Push"} for m in members]
+    before = {r.name for r in fleet.runs()}
+    start = time.monotonic()
+    set_members(fleet, spec)
+    if not wait_until(lambda: members_joined(fleet, len(members)), TIMEOUT, 0.5):
+        return None, f"not all joined after {TIMEOUT:.0f} s: {fleet.get().get('status', {}).get('readyMembers')}"
+    elapsed = time.monotonic() - start
+    new = [r for r in fleet.runs() if r.name not in before]
+    plays = [s for s in (member_play_seconds(r) for r in new) if s is not None]
+    detail = (f"{len(new)} reconcile run(s); member play {max(plays):.1f} s for {len(members)} members in parallel"
+              if plays else f"{len(new)} reconcile run(s)")
+    if ready_clusters(fleet) != {m.name for m in members}:
+        return None, f"status says joined but Karmada's Clusters are {sorted(ready_clusters(fleet))}"
+    return elapsed, detail
+
+
+def bench_theirs(fleet: karmada_e2e.Deployment, members, karmadactl: Path) -> tuple[float | None, str]:
+    conf = fleet.kubeconfig()
+    start = time.monotonic()
+    for m in members:
+        proc = subprocess.run([str(karmadactl), "join", m.name, "--kubeconfig", str(conf),
+                               "--cluster-kubeconfig", str(m.kubeconfig)], capture_output=True, text=True,
+                              timeout=300)
+        if proc.returncode != 0:
+            return None, f"karmadactl join {m.name} failed: {proc.stderr.strip()[-300:]}"
+    loop = time.monotonic() - start
+    want = {m.name for m in members}
+    if not wait_until(lambda: ready_clusters(fleet) >= want, TIMEOUT, 0.5):
+        return None, f"not all Ready after {TIMEOUT:.0f} s: {sorted(ready_clusters(fleet))}"
+    return time.monotonic() - start, f"join calls {loop:.1f} s, then waiting for Ready"
+
+
+def unjoin_theirs(fleet: karmada_e2e.Deployment, members, karmadactl: Path) -> None:
+    conf = fleet.kubeconfig()
+    for m in members:
+        subprocess.run([str(karmadactl), "unjoin", m.name, "--kubeconfig", str(conf), "--cluster-kubeconfig",
+                        str(m.kubeconfig), "--wait=60s"], capture_output=True, text=True, timeout=300)
+
+
+def main() -> int:
+    host = host_handle()
+    started_cluster = started_members = False
+    if not (host.kubeconfig.exists() and host.ready()):
+        subprocess.run([str(HACK / "up.sh")], check=True, capture_output=True, text=True, timeout=1800)
+        started_cluster = True
+    members = member_handles(N, 1)
+    if not all(m.kubeconfig.exists() and m.ready() for m in members):
+        subprocess.run([str(HACK / "members.sh"), str(N), "1"], check=True, capture_output=True, text=True,
+                       timeout=1800)
+        started_members = True
+    links = Path(settings()["KO_LINKS"])
+    karmadactl = links / "karmadactl"
+    if not karmadactl.exists():
+        subprocess.run([str(HACK / "build-bins.sh"), "karmadactl"], check=True, capture_output=True, text=True,
+                       timeout=1800)
+    work = Path(tempfile.mkdtemp(prefix="ko-members-bench-"))
+    crds = serve()
+    operator = None
+    ours = theirs = (None, "not run")
+    try:
+        host.kubectl("apply", "-k", str(ROOT / "config/crd"))
+        crds_established(host.kubectl, ["karmadadeployments.operator.karmada.io"])
+        operator = OperatorProcess(str(links / "ansible-operator"), host.kubeconfig, work)
+        operator.wait_healthy()
+        fleet = karmada_e2e.Deployment(host, operator, work, NAME, NS)
+        cr = karmada_e2e.sample()
+        cr["metadata"]["name"] = NAME
+        cr["spec"].update({"crds": {"url": crds.url, "sha256": crds.sha256}, "members": [],
+                           "etcd": {"local": {"replicas": 1, "storage": {"type": "EmptyDir"}}},
+                           "apiServer": {"replicas": 1, "serviceType": "ClusterIP"},
+                           "certificates": {"keyAlgorithm": "ECDSA"}})
+        host.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
+        if not wait_until(lambda: condition(fleet.get(), "Ready").get("status") == "True", TIMEOUT, 2):
+            say(f"member join benchmark: not measured (Karmada not Ready; log {operator.log_path})")
+            return 0
+        say(f"{N} kwok member clusters (1 node each), Karmada {cr['spec']['karmadaVersion']} from our operator; "
+            f"logs in {work}")
+        ours = bench_ours(fleet, members)
+        say(f"join {N} members  karmada-operator (ours, one spec patch): {figure(ours)}")
+        set_members(fleet, [])
+        if not wait_until(lambda: not fleet.get().get("status", {}).get("members") and not cluster_names(fleet),
+                          TIMEOUT, 1):
+            say("  ours: members not all unjoined; karmadactl join would conflict, stopping")
+            return 0
+        # Our unjoin deletes the member-side namespace; karmadactl cannot use one still terminating.
+        wait_until(lambda: all(m.kubectl("get", "namespace", "karmada-cluster", check=False).returncode != 0
+                               for m in members), 300, 2)
+        theirs = bench_theirs(fleet, members, karmadactl)
+        say(f"join {N} members  karmadactl join, sequential loop: {figure(theirs)}")
+        unjoin_theirs(fleet, members, karmadactl)
+    finally:
+        if operator is not None:
+            host.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
+            operator.stop()
+        crds.stop()
+        if started_members:
+            subprocess.run([str(HACK / "members.sh"), "--down"], capture_output=True, text=True, timeout=600)
+        if started_cluster:
+            subprocess.run([str(HACK / "down.sh")], capture_output=True, text=True, timeout=600)
+    if ours[0] and theirs[0]:
+        say(f"ratio karmadactl loop/ours: {theirs[0] / ours[0]:.2f}x (ours {ours[0]:.1f} s, loop {theirs[0]:.1f} s)")
+    return 0
+
+
+def figure(result: tuple[float | None, str]) -> str:
+    return f"{result[0]:.1f} s ({result[1]})" if result[0] is not None else f"not measured: {result[1]}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

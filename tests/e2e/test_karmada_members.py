@@ -1,0 +1,258 @@
+"""Issue 7: member clusters join and leave Karmada through KarmadaDeployment.spec.members.
+
+The real ansible-operator (our watches.yaml, config/rbac's ServiceAccount) installs a small
+Karmada (one etcd member) named ``fleet`` on the host cluster, with three kwok member
+clusters from the test bed: member1 and member2 Push, member3 Pull with its karmada-agent
+in the host cluster (kwok nodes cannot run pods). The tests run in file order on one
+deployment and each leaves all three members joined.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+import yaml
+
+from support import karmada_e2e
+from support.karmada_crds_server import serve
+from support.karmada_e2e import Deployment, operator_kubeconfig, recaps
+from support.operator_runtime import OperatorProcess
+from support.testenv import HostCluster, MemberCluster, settings
+from support.waiting import condition, crds_established
+
+pytestmark = pytest.mark.e2e
+
+NS = "karmada-system"
+NAME = "fleet"
+MEMBERS = [
+    {"name": "member1", "kubeconfigSecretRef": {"name": "member1-kubeconfig"}, "syncMode": "Push",
+     "provider": "onprem", "region": "cn-east", "zones": ["az1"], "labels": {"env": "prod"}},
+    {"name": "member2", "kubeconfigSecretRef": {"name": "member2-kubeconfig"}, "syncMode": "Push",
+     "region": "cn-east"},
+    {"name": "member3", "kubeconfigSecretRef": {"name": "member3-kubeconfig", "key": "kubeconfig"},
+     "syncMode": "Pull", "agentPlacement": "Host", "region": "cn-north",
+     "taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]},
+]
+BOOKINFO = [("productpage", 1), ("details", 1), ("reviews", 3), ("ratings", 1)]
+
+
+def spec_members(*names: str) -> list[dict]:
+    return [m for m in MEMBERS if m["name"] in names]
+
+
+def set_members(fleet: Deployment, *names: str) -> None:
+    patch = {"spec": {"members": spec_members(*names)}}
+    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p", yaml.safe_dump(patch))
+
+
+def member_states(fleet: Deployment) -> dict[str, tuple[str, str]]:
+    return {m["name"]: (m["state"], m.get("reason", "")) for m in fleet.get().get("status", {}).get("members", [])}
+
+
+def all_joined(fleet: Deployment, *names: str) -> bool:
+    obj = fleet.get()
+    status = obj.get("status", {})
+    joined = {m["name"] for m in status.get("members", []) if m["state"] == "Joined" and m["ready"]}
+    return (joined == set(names) and len(status.get("members", [])) == len(names)
+            and condition(obj, "MembersReady").get("status") == "True"
+            and condition(obj, "MembersReady").get("observedGeneration") == obj["metadata"]["generation"])
+
+
+def clusters(fleet: Deployment) -> dict[str, dict]:
+    items = yaml.safe_load(fleet.karmadactl("get", "clusters", "-o", "yaml").stdout)["items"]
+    return {c["metadata"]["name"]: c for c in items}
+
+
+def by_name(members: list[MemberCluster]) -> dict[str, MemberCluster]:
+    return {m.name: m for m in members}
+
+
+@pytest.fixture(scope="module")
+def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_path, tmp_path_factory):
+    assert len(member_clusters) >= 3, "set KO_TESTENV_MEMBERS to 3 or more"
+    work = tmp_path_factory.mktemp("members")
+    crds = serve()
+    host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
+    crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
+    host_cluster.kubectl("create", "namespace", NS, check=False)
+    operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
+    operator.wait_healthy()
+    cr = karmada_e2e.sample()
+    cr["metadata"]["name"] = NAME
+    spec = cr["spec"]
+    spec["crds"] = {"url": crds.url, "sha256": crds.sha256}
+    spec["etcd"]["local"] = {"replicas": 1, "storage": {"type": "EmptyDir"}}
+    spec["apiServer"] = {"replicas": 1, "serviceType": "ClusterIP"}
+    spec["certificates"] = {"keyAlgorithm": "ECDSA"}
+    spec["members"] = MEMBERS
+    fleet = Deployment(host_cluster, operator, work, NAME, NS)
+    start = time.monotonic()
+    host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
+    fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 1500, "Ready with 3 members joined")
+    print(f"\napply-to-3-members-joined: {time.monotonic() - start:.0f}s")
+    yield fleet
+    host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
+    operator.stop()
+    crds.stop()
+
+
+def test_three_members_join_and_turn_ready(fleet: Deployment):
+    obj = fleet.get()
+    assert condition(obj, "Ready")["status"] == "True"
+    assert obj["status"]["readyMembers"] == "3/3"
+    entries = {m["name"]: m for m in obj["status"]["members"]}
+    assert {n: (e["state"], e["syncMode"]) for n, e in entries.items()} == {
+        "member1": ("Joined", "Push"), "member2": ("Joined", "Push"), "member3": ("Joined", "Pull")}
+    assert entries["member3"]["agentPlacement"] == "Host"
+
+    found = clusters(fleet)
+    assert set(found) == {"member1", "member2", "member3"}
+    for name, cluster in found.items():
+        ready = [c for c in cluster["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True", name
+    m1, m3 = found["member1"], found["member3"]
+    assert (m1["spec"]["syncMode"], m1["spec"]["provider"], m1["spec"]["region"], m1["spec"]["zones"]) == \
+        ("Push", "onprem", "cn-east", ["az1"])
+    assert m1["metadata"]["labels"]["env"] == "prod"
+    assert m1["spec"]["impersonatorSecretRef"]["name"] == "member1-impersonator"
+    assert m3["spec"]["syncMode"] == "Pull"
+    assert m3["spec"]["taints"] == [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]
+    # The Pull member's agent runs next to Karmada, as agentPlacement Host asks.
+    agent = fleet.host.get("deployment", f"{NAME}-agent-member3", "-n", NS)
+    assert agent["status"].get("readyReplicas") == 1
+
+
+def test_second_reconcile_changes_nothing_on_any_member(fleet: Deployment):
+    time.sleep(15)  # let runs started by the join settle
+    before = {d.name for d in fleet.runs()}
+    fleet.host.kubectl("annotate", "service", f"{NAME}-apiserver", "-n", NS, f"e2e/touch={time.time()}",
+                       "--overwrite")
+    new = fleet.wait_for(lambda: [d for d in fleet.runs() if d.name not in before], 600, "a new reconcile run")
+    stats = recaps(new[-1])
+    print(f"\nno-op reconcile with 3 members: {stats}")
+    assert set(stats) == {"localhost", f"{NS}/{NAME}/member1", f"{NS}/{NAME}/member2", f"{NS}/{NAME}/member3"}
+    for host, counters in stats.items():
+        assert counters["changed"] == 0 and counters["failed"] == 0, (host, counters)
+
+
+def bookinfo() -> list[dict]:
+    docs: list[dict] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bookinfo"}}]
+    for app, replicas in BOOKINFO:
+        labels = {"app": app}
+        docs.append({"apiVersion": "apps/v1", "kind": "Deployment",
+                     "metadata": {"name": app, "namespace": "bookinfo", "labels": labels},
+                     "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                              "template": {"metadata": {"labels": labels}, "spec": {"containers": [
+                                  {"name": app, "image": f"docker.io/istio/examples-bookinfo-{app}-v1:1.20.2",
+                                   "ports": [{"containerPort": 9080}]}]}}}})
+        docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": app, "namespace": "bookinfo"},
+                     "spec": {"selector": labels, "ports": [{"name": "http", "port": 9080}]}})
+    placement = {"clusterAffinity": {"clusterNames": ["member1", "member3"]},
+                 "clusterTolerations": [{"key": "dedicated", "operator": "Equal", "value": "batch",
+                                         "effect": "NoSchedule"}],
+                 "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    docs.append({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+                 "metadata": {"name": "bookinfo-namespace"},
+                 "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "Namespace", "name": "bookinfo"}],
+                          "placement": placement}})
+    docs.append({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+                 "metadata": {"name": "bookinfo", "namespace": "bookinfo"},
+                 "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"},
+                                                {"apiVersion": "v1", "kind": "Service"}],
+                          "placement": placement}})
+    return docs
+
+
+def bookinfo_running(member: MemberCluster) -> bool:
+    deployments = member.kubectl("get", "deployments", "-n", "bookinfo", "-o", "yaml", check=False)
+    if deployments.returncode != 0:
+        return False
+    items = yaml.safe_load(deployments.stdout)["items"]
+    ready = {d["metadata"]["name"]: d["status"].get("readyReplicas", 0) for d in items}
+    if ready != dict(BOOKINFO):
+        return False
+    pods = member.get("pods", "-n", "bookinfo")["items"]
+    nodes = {n["metadata"]["name"] for n in member.get("nodes")["items"]}
+    return (len(pods) == sum(r for _, r in BOOKINFO)
+            and all(p["status"]["phase"] == "Running" and p["spec"].get("nodeName") in nodes for p in pods))
+
+
+def bookinfo_absent(member: MemberCluster) -> bool:
+    out = member.kubectl("get", "deployments,services", "-n", "bookinfo", "-o", "name", check=False)
+    return out.returncode == 0 and not out.stdout.strip() or "NotFound" in out.stderr
+
+
+def test_bookinfo_reaches_the_targeted_members(fleet: Deployment, member_clusters: list[MemberCluster]):
+    members = by_name(member_clusters)
+    fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all(bookinfo()))
+    fleet.wait_for(lambda: bookinfo_running(members["member1"]) and bookinfo_running(members["member3"]), 300,
+                   "bookinfo Running in member1 and member3")
+    services = members["member3"].get("services", "-n", "bookinfo")["items"]
+    assert {s["metadata"]["name"] for s in services} == {app for app, _ in BOOKINFO}
+    assert bookinfo_absent(members["member2"]), "member2 is not targeted"
+
+
+def test_removed_member_is_unjoined_and_rejoins(fleet: Deployment, member_clusters: list[MemberCluster]):
+    member1 = by_name(member_clusters)["member1"]
+    set_members(fleet, "member2", "member3")
+    fleet.wait_for(lambda: all_joined(fleet, "member2", "member3"), 600, "member1 unjoined")
+    assert "member1" not in clusters(fleet)
+    fleet.wait_for(lambda: bookinfo_absent(member1), 120, "bookinfo gone from member1")
+    # The member side of the join is cleaned too.
+    assert member1.kubectl("get", "namespace", "karmada-cluster", check=False).returncode != 0 or \
+        member1.get("namespace", "karmada-cluster")["status"]["phase"] == "Terminating"
+    assert member1.kubectl("get", "clusterrole", "karmada-controller-manager:karmada-member1",
+                           check=False).returncode != 0
+
+    set_members(fleet, "member1", "member2", "member3")
+    fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 600, "member1 joined again")
+    fleet.wait_for(lambda: bookinfo_running(member1), 300, "bookinfo back in member1")
+
+
+def stop_apiserver(member: MemberCluster) -> None:
+    pid_file = f"{settings()['KO_RUN']}/pids/{member.name}-apiserver.pid"
+    with open(pid_file) as fh:
+        pid = int(fh.read().strip())
+    os.kill(pid, signal.SIGTERM)
+    # kube-apiserver drains for a while; the test bed restarts it only once it is gone.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except OSError:
+            break
+        time.sleep(1)
+    else:
+        raise AssertionError(f"{member.name}'s kube-apiserver (pid {pid}) did not stop")
+
+
+def test_member_down_during_join_leaves_others_and_joins_when_back(
+    fleet: Deployment, host_cluster: HostCluster, member_clusters: list[MemberCluster]
+):
+    members = by_name(member_clusters)
+    set_members(fleet, "member1", "member3")
+    fleet.wait_for(lambda: all_joined(fleet, "member1", "member3"), 600, "member2 unjoined")
+    stop_apiserver(members["member2"])
+    set_members(fleet, "member1", "member2", "member3")
+
+    def member2_failed():
+        return member_states(fleet).get("member2", ("", ""))[0] == "Failed"
+
+    fleet.wait_for(member2_failed, 600, "member2's failure in status")
+    obj = fleet.get()
+    states = member_states(fleet)
+    assert states["member2"] == ("Failed", "MemberUnreachable")
+    assert states["member1"] == ("Joined", "ClusterReady") and states["member3"] == ("Joined", "ClusterReady")
+    members_ready = condition(obj, "MembersReady")
+    assert members_ready["status"] == "False" and "member2" in members_ready["message"]
+    assert obj["status"]["readyMembers"] == "2/3"
+    assert condition(obj, "Ready")["status"] == "True", "the control plane is fine"
+    assert bookinfo_running(members["member1"]) and bookinfo_running(members["member3"])
+
+    host_cluster.script("members.sh", str(len(member_clusters)), str(member_clusters[0].nodes))
+    fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 900, "member2 joined once back")

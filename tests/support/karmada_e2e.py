@@ -1,0 +1,123 @@
+"""Helpers shared by the tier-3 KarmadaDeployment tests (install, members).
+
+A ``Deployment`` is one KarmadaDeployment on the host cluster driven by the real
+ansible-operator (``OperatorProcess``); the helpers read its object, its reconcile runs
+(the runtime's artifacts) and talk to the Karmada it made with the admin kubeconfig.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from support import waiting
+from support.operator_runtime import OperatorProcess
+from support.testenv import HostCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNNER_ROOT = Path("/tmp/ansible-operator/runner/operator.karmada.io/v1alpha1/KarmadaDeployment")
+
+
+@dataclass
+class Deployment:
+    host: HostCluster
+    operator: OperatorProcess
+    work: Path
+    name: str = "karmada"
+    namespace: str = "karmada-system"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def get(self) -> dict:
+        return self.host.get("karmadadeployment", self.name, "-n", self.namespace)
+
+    def wait_for(self, predicate, timeout: float, what: str):
+        return waiting.wait_for(predicate, timeout, what, self.operator.log_tail, interval=3)
+
+    def runs(self) -> list[Path]:
+        return runs(self.namespace, self.name)
+
+    def kubeconfig(self, via_service: bool = True) -> Path:
+        """The admin kubeconfig from its Secret; optionally re-pointed at the Service's ClusterIP
+        (what reaches karmada-apiserver from this node without a balancer)."""
+        secret = self.host.get("secret", self.get()["status"]["adminKubeconfigSecret"], "-n", self.namespace)
+        conf = yaml.safe_load(base64.b64decode(secret["data"]["kubeconfig"]))
+        if via_service:
+            service = f"{self.name}-apiserver"
+            ip = self.host.get("service", service, "-n", self.namespace)["spec"]["clusterIP"]
+            conf["clusters"][0]["cluster"]["server"] = f"https://{ip}:5443"
+            conf["clusters"][0]["cluster"]["tls-server-name"] = f"{service}.{self.namespace}.svc.cluster.local"
+        path = self.work / (f"{self.name}-svc.conf" if via_service else f"{self.name}-admin.conf")
+        path.write_text(yaml.safe_dump(conf))
+        path.chmod(0o600)
+        return path
+
+    def karmadactl(self, *args: str, kubeconfig: Path | None = None, input: str | None = None,
+                   check: bool = True) -> subprocess.CompletedProcess:
+        """kubectl against Karmada (not karmadactl the binary: the name says where it points)."""
+        kubectl = str(Path(self.host.settings["KO_LINKS"]) / "kubectl")
+        proc = subprocess.run([kubectl, "--kubeconfig", str(kubeconfig or self.kubeconfig()), *args],
+                              input=input, capture_output=True, text=True, timeout=60)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} against Karmada failed:\n{proc.stderr}")
+        return proc
+
+
+def runs(namespace: str, name: str) -> list[Path]:
+    """The runtime's finished reconcile runs of one KarmadaDeployment, oldest first."""
+    artifacts = RUNNER_ROOT / namespace / name / "artifacts"
+    if not artifacts.exists():
+        return []
+    done = [d for d in artifacts.iterdir() if d.name != "latest" and (d / "status").exists()]
+    return sorted(done, key=lambda d: d.stat().st_mtime)
+
+
+def recap(run: Path, host: str = "localhost") -> dict[str, int]:
+    """One host's PLAY RECAP counters of a finished run."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", (run / "stdout").read_text())
+    line = [raw for raw in text.splitlines() if raw.startswith(host + " ") and "changed=" in raw][-1]
+    return {k: int(v) for k, v in (item.split("=") for item in line.split(":", 1)[1].split())}
+
+
+def recaps(run: Path) -> dict[str, dict[str, int]]:
+    """Every host's PLAY RECAP counters of a finished run."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", (run / "stdout").read_text())
+    body = text.rsplit("PLAY RECAP", 1)[-1].splitlines()[1:]
+    out = {}
+    for raw in body:
+        if ":" not in raw or "changed=" not in raw:
+            continue
+        name, counters = raw.split(" : ", 1) if " : " in raw else raw.split(":", 1)
+        out[name.strip()] = {k: int(v) for k, v in (item.split("=") for item in counters.split())}
+    return out
+
+
+def operator_kubeconfig(host: HostCluster, work: Path) -> Path:
+    """A kubeconfig with the operator's own ServiceAccount token: the operator runs with exactly
+    the RBAC of config/rbac (what `make deploy` grants), which proves it is enough."""
+    docs = yaml.safe_load_all(host.kubectl("kustomize", str(ROOT / "config/default")).stdout)
+    keep = [d for d in docs if d and d["kind"] not in ("Deployment", "Service", "CustomResourceDefinition")]
+    host.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(keep))
+    sa_ns = next(d["metadata"]["name"] for d in keep if d["kind"] == "Namespace")
+    sa = next(d["metadata"]["name"] for d in keep if d["kind"] == "ServiceAccount")
+    token = host.kubectl("create", "token", sa, "-n", sa_ns, "--duration=4h").stdout.strip()
+    admin = yaml.safe_load(host.kubeconfig.read_text())
+    cluster = admin["clusters"][0]["cluster"]
+    conf = {"apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "host", "cluster": cluster}],
+            "users": [{"name": sa, "user": {"token": token}}],
+            "contexts": [{"name": "operator", "context": {"cluster": "host", "user": sa}}],
+            "current-context": "operator"}
+    path = work / "operator.kubeconfig"
+    path.write_text(yaml.safe_dump(conf))
+    path.chmod(0o600)
+    return path
+
+
+def sample() -> dict:
+    return yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())

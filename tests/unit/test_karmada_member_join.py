@@ -1,0 +1,168 @@
+"""The pure parts of member join: manifests, change detection, the agent's credentials, status."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+
+import karmada_member_join as mj
+import karmada_members as km
+import karmada_pki as pki
+import pytest
+import yaml
+from karmada_kube import contains
+
+
+def test_contains_treats_empty_wanted_fields_as_the_api_servers_omitted_ones():
+    have = {"spec": {"region": "r1", "resourceModels": [1]}, "metadata": {"labels": {"a": "1"}}}
+    assert contains(have, {"spec": {"region": "r1", "taints": [], "provider": ""}})
+    assert contains(have, {"metadata": {"labels": {"a": "1"}, "annotations": {}}})
+    assert not contains(have, {"spec": {"region": "r2"}})
+    assert not contains(have, {"spec": {"taints": [{"key": "k"}]}})
+    # Lists are compared whole, items by containment.
+    assert contains({"l": [{"a": 1, "b": 2}]}, {"l": [{"a": 1}]})
+    assert not contains({"l": [{"a": 1}, {"a": 2}]}, {"l": [{"a": 1}]})
+    # An empty value present in the object is still compared.
+    assert not contains({"s": "x"}, {"s": ""})
+
+
+def test_push_cluster_object_carries_the_spec():
+    spec = mj.MemberSpec(name="m1", provider="onprem", region="r1", zones=["z1"], labels={"env": "prod"},
+                         taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
+    obj = mj.cluster_object(spec, "https://10.0.0.1:6443", "uid-1", push=True, proxy_url="http://proxy:3128")
+    assert obj["metadata"] == {"name": "m1", "labels": {"env": "prod", "app.kubernetes.io/managed-by":
+                                                        "karmada-operator"}}
+    assert obj["spec"] == {
+        "syncMode": "Push", "apiEndpoint": "https://10.0.0.1:6443", "id": "uid-1", "proxyURL": "http://proxy:3128",
+        "secretRef": {"namespace": "karmada-cluster", "name": "m1"},
+        "impersonatorSecretRef": {"namespace": "karmada-cluster", "name": "m1-impersonator"},
+        "provider": "onprem", "region": "r1", "zones": ["z1"],
+        "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}
+    # Pull: the agent owns the rest of the Cluster; we keep only labels and taints.
+    pull = mj.cluster_object(mj.MemberSpec(name="m2", sync_mode="Pull"), "https://x", push=False)
+    assert set(pull["spec"]) == {"taints"}
+
+
+def test_member_side_objects_and_karmada_secrets_are_named_like_karmadactl():
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in mj.member_push_objects("m1")]
+    assert kinds[0] == ("Namespace", "karmada-cluster")  # first: everything else lives in it
+    assert ("ServiceAccount", "karmada-m1") in kinds and ("ServiceAccount", "karmada-impersonator") in kinds
+    assert ("ClusterRoleBinding", "karmada-controller-manager:karmada-m1") in kinds
+    tokens = [o for o in mj.member_push_objects("m1") if o["kind"] == "Secret"]
+    assert all(t["type"] == "kubernetes.io/service-account-token" for t in tokens)
+    secret, imp = mj.karmada_push_secrets("m1", b"CA", b"T1", b"T2")
+    assert (secret["metadata"]["name"], imp["metadata"]["name"]) == ("m1", "m1-impersonator")
+    assert base64.b64decode(secret["data"]["token"]) == b"T1" and base64.b64decode(imp["data"]["token"]) == b"T2"
+    for obj in mj.member_push_objects("m1")[1:] + [secret, imp]:  # the namespace is shared by all members
+        assert obj["metadata"]["labels"]["operator.karmada.io/member"] == "m1"
+
+
+def test_agent_rbac_is_scoped_to_its_own_cluster():
+    objs = mj.karmada_agent_rbac("m3")
+    role = next(o for o in objs if o["kind"] == "ClusterRole")
+    assert role["metadata"]["name"] == "system:karmada:m3:agent"
+    own = [r for r in role["rules"] if r.get("resourceNames")]
+    assert all(r["resourceNames"] == ["m3"] for r in own)
+    bindings = [o for o in objs if o["kind"].endswith("Binding")]
+    assert {b["subjects"][0]["name"] for b in bindings} == {"system:karmada:agent:m3"}
+    work = next(o for o in objs if o["kind"] == "Role" and o["metadata"]["name"].endswith("-work"))
+    assert work["metadata"]["namespace"] == "karmada-es-m3"
+
+
+def agent(**extra):
+    settings = dict(image="docker.io/karmada/karmada-agent:v1.18.2", host_namespace="karmada-system",
+                    karmada_server_in_cluster="https://karmada-apiserver.karmada-system.svc.cluster.local:5443",
+                    owner={"app.kubernetes.io/instance": "fleet"})
+    settings.update(extra)
+    return mj.AgentSettings(**settings)
+
+
+def test_host_placed_agent_reads_the_member_kubeconfig_and_rolls_on_new_credentials():
+    spec = mj.MemberSpec(name="m3", sync_mode="Pull", region="r", zones=["a", "b"], agent_placement="Host")
+    name = mj.host_agent_name("fleet", "m3")
+    dep = mj.agent_deployment(spec, agent(), name, "karmada-system", f"{name}-kubeconfig", "https://m3:6443",
+                              True, "hash1")
+    pod = dep["spec"]["template"]["spec"]
+    args = pod["containers"][0]["command"] + pod["containers"][0].get("args", []) \
+        if "command" in pod["containers"][0] else pod["containers"][0]["args"]
+    assert "--cluster-name=m3" in args and "--cluster-zones=a,b" in args
+    assert "--kubeconfig=/etc/member/kubeconfig" in args
+    assert pod["automountServiceAccountToken"] is False and "serviceAccountName" not in pod
+    assert dep["spec"]["template"]["metadata"]["annotations"]["operator.karmada.io/config-hash"] == "hash1"
+    assert dep["metadata"]["labels"]["app.kubernetes.io/instance"] == "fleet"
+    # In the member it uses its own service account instead.
+    in_member = mj.agent_deployment(spec, agent(), "karmada-agent", "karmada-system", "karmada-agent-kubeconfig",
+                                    "https://m3:6443", False, "hash1")
+    assert in_member["spec"]["template"]["spec"]["serviceAccountName"] == "karmada-agent"
+
+
+@pytest.fixture(scope="module")
+def karmada_ca():
+    key = pki.generate_key(pki.KeyParams("ECDSA", 256))
+    now = dt.datetime.now(dt.UTC)
+    cert = pki.issue_ca("karmada", key, now, dt.timedelta(days=3650))
+    return pki.cert_pem(cert), pki.key_pem(key)
+
+
+def joiner(ca, name="m3"):
+    return mj.Joiner(mj.MemberSpec(name=name, sync_mode="Pull", agent_placement="Host"), clients=None,
+                     agent=agent(), ca=ca)
+
+
+def test_agent_kubeconfig_is_a_client_certificate_for_the_agent_user_and_is_reused(karmada_ca):
+    j = joiner(karmada_ca)
+    first = j._agent_kubeconfig(None, "https://karmada:5443")
+    conf = yaml.safe_load(base64.b64decode(first))
+    assert conf["clusters"][0]["cluster"]["server"] == "https://karmada:5443"
+    cert = pki.load_cert(base64.b64decode(conf["users"][0]["user"]["client-certificate-data"]))
+    assert pki.common_name(cert) == "system:karmada:agent:m3"
+    assert "O=system:karmada:agents" in cert.subject.rfc4514_string()
+    assert pki.issued_by(cert, pki.load_cert(karmada_ca[0]))
+    # Same CA, same server, valid: the same bytes (no change, no agent restart).
+    assert j._agent_kubeconfig(first, "https://karmada:5443") == first
+    # A new server, another CA or another member: a new credential.
+    assert j._agent_kubeconfig(first, "https://other:5443") != first
+    other_key = pki.generate_key(pki.KeyParams("ECDSA", 256))
+    other_ca = pki.issue_ca("other", other_key, dt.datetime.now(dt.UTC), dt.timedelta(days=10))
+    assert joiner((pki.cert_pem(other_ca), pki.key_pem(other_key)))._agent_kubeconfig(
+        first, "https://karmada:5443") != first
+    assert joiner(karmada_ca, "m4")._agent_kubeconfig(first, "https://karmada:5443") != first
+    assert j._agent_kubeconfig("bm90IHlhbWw6IFs=", "https://karmada:5443") != "bm90IHlhbWw6IFs="
+
+
+def test_members_status_sums_up_results_and_asks_for_retry():
+    spec = [{"name": "a", "kubeconfigSecretRef": {"name": "a"}},
+            {"name": "b", "kubeconfigSecretRef": {"name": "b"}, "syncMode": "Pull", "agentPlacement": "Host"},
+            {"name": "c", "kubeconfigSecretRef": {"name": "c"}}]
+    previous = [{"name": "gone", "state": "Joined", "syncMode": "Pull", "agentPlacement": "Host",
+                 "kubeconfigSecretRef": {"name": "g", "key": "kubeconfig"}},
+                {"name": "left", "state": "Joined"}]
+    results = {
+        "a": {"state": "Joined", "ready": True, "reason": "ClusterReady", "message": "ok"},
+        "b": {"state": "Failed", "ready": False, "reason": "MemberUnreachable", "message": "refused"},
+        "gone": {"state": "Unjoining", "reason": "MemberNotCleaned", "message": "member down"},
+        "left": {"state": "Unjoined", "reason": "Unjoined", "message": "done"},
+    }
+    out = km.members_status(spec, previous, results)
+    entries = {e["name"]: e for e in out["members"]}
+    assert set(entries) == {"a", "b", "c", "gone"}  # "left" finished unjoining and is dropped
+    assert entries["a"]["ready"] and entries["a"]["specHash"] == km.member_spec_hash(spec[0])
+    assert (entries["b"]["state"], entries["b"]["reason"], entries["b"]["agentPlacement"]) == \
+        ("Failed", "MemberUnreachable", "Host")
+    assert entries["c"]["state"] == "Pending"  # its host did not run
+    assert (entries["gone"]["state"], entries["gone"]["agentPlacement"]) == ("Unjoining", "Host")
+    assert out["readyMembers"] == "1/3" and out["retry"]
+    cond = out["condition"]
+    assert (cond["status"], cond["reason"]) == ("False", "MembersNotReady")
+    assert "b: Failed MemberUnreachable: refused" in cond["message"] and "still being removed: gone" in cond["message"]
+    # A crashed module has only Ansible's msg.
+    crashed = km.members_status(spec[:1], [], {"a": {"msg": "Traceback ..."}})
+    assert crashed["members"][0]["reason"] == "OperatorError" and crashed["members"][0]["state"] == "Failed"
+
+
+def test_members_status_all_ready_and_empty():
+    spec = [{"name": "a", "kubeconfigSecretRef": {"name": "a"}}]
+    out = km.members_status(spec, [], {"a": {"state": "Joined", "ready": True}})
+    assert (out["condition"]["status"], out["condition"]["reason"], out["retry"]) == ("True", "AllMembersReady", False)
+    empty = km.members_status([], [], {})
+    assert (empty["condition"]["reason"], empty["readyMembers"], empty["retry"]) == ("NoMembers", "0/0", False)
