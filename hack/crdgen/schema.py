@@ -534,6 +534,8 @@ def karmada_deployment_status() -> Schema:
                 }),
             })),
             "readyMembers": s("Ready members / members in spec, e.g. 2/3."),
+            "controlPlaneHash": s("Hash of the control-plane plan the last full reconcile converged to; a spec "
+                                  "edit that keeps it goes straight to the member plays.", maxLength=64),
         },
     )
 

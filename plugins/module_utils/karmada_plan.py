@@ -172,7 +172,7 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
     lb_port = int(lb.get("port") or 443)
     in_cluster = f"https://{svc_dns(names['apiserver'])}:{APISERVER_PORT}"
     external = [f"https://{_host(h)}:{lb_port}" for h in lb_hosts]
-    return {
+    plan = {
         "name": name,
         "namespace": ns,
         "clusterDomain": domain,
@@ -202,6 +202,18 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
             "imagePullSecrets": [{"name": s["name"]} for s in images.get("pullSecrets") or []],
         },
     }
+    plan["controlPlaneHash"] = control_plane_hash(plan)
+    return plan
+
+
+def control_plane_hash(plan: dict[str, Any]) -> str:
+    """A short hash of everything the control plane is made from (the plan holds no members).
+
+    Recorded in status after a full pass; a spec edit that leaves it unchanged only touched
+    the members (or paused/deletionPolicy, which the full pass does not use).
+    """
+    body = {k: v for k, v in plan.items() if k not in ("controlPlaneHash", "paused", "deletionPolicy")}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
 def _host(host: str) -> str:

@@ -129,3 +129,21 @@ def test_components_not_built_yet_are_refused_by_name():
     with pytest.raises(kp.PlanError) as err:
         kp.build_plan(cr)
     assert err.value.field == "spec.components.search.enabled"
+
+
+def test_control_plane_hash_ignores_members_pause_and_deletion_policy_only():
+    base = kp.build_plan(sample())["controlPlaneHash"]
+    assert len(base) == 16
+    for change in ({"members": []}, {"paused": True}, {"deletionPolicy": "Retain"},
+                   {"members": [{"name": "m9", "kubeconfigSecretRef": {"name": "m9"}}]}):
+        cr = sample()
+        cr["spec"].update(change)
+        assert kp.build_plan(cr)["controlPlaneHash"] == base, change
+    for path, value in ((("etcd", "local", "replicas"), 5), (("karmadaVersion",), "v1.18.1"),
+                        (("apiServer", "replicas"), 2)):
+        cr = sample()
+        node = cr["spec"]
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+        assert kp.build_plan(cr)["controlPlaneHash"] != base, path
