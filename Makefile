@@ -97,6 +97,11 @@ testenv-members: ## Start MEMBERS kwok member clusters with NODES fake nodes eac
 testenv-kubeconfig: ## Print the host cluster's kubeconfig path.
 	@hack/testenv/kubeconfig.sh
 
+.PHONY: operator-image
+operator-image: setup ## Assemble the operator image as an OCI archive, no Docker (IMG to name it, VERIFY=1 to check it).
+	@hack/testenv/build-bins.sh ansible-operator
+	hack/testenv/operator-image.sh $(if $(VERIFY),--verify) $(if $(filter environment command,$(origin IMG)),$(IMG))
+
 ##@ Local use
 
 .PHONY: up

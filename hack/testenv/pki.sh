@@ -54,7 +54,10 @@ pki_sa_key() {
 }
 
 # write_kubeconfig FILE SERVER CA_CRT CRT KEY [CLUSTER_NAME]: a kubeconfig with embedded data.
-write_kubeconfig() {
+# A subshell body: its umask 077 must not leak into the caller, which starts containerd and
+# the kubelet afterwards (with 077 every container's root directory was 0700, so only
+# containers running as root could start).
+write_kubeconfig() (
   local file=$1 server=$2 ca=$3 crt=$4 key=$5 name=${6:-testenv}
   umask 077
   cat >"$file.tmp" <<KCFG
@@ -76,4 +79,4 @@ contexts:
 current-context: $name
 KCFG
   mv "$file.tmp" "$file"
-}
+)

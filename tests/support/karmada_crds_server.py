@@ -108,8 +108,9 @@ class CrdServer:
         self.thread.join(timeout=10)
 
 
-def serve(data: bytes | None = None, port: int = 0, version: str | None = None) -> CrdServer:
-    """Start serving on 127.0.0.1 in a daemon thread."""
+def serve(data: bytes | None = None, port: int = 0, version: str | None = None,
+          host: str = "127.0.0.1") -> CrdServer:
+    """Start serving on ``host`` (loopback unless pods must reach it) in a daemon thread."""
     version = version or karmada_version()
     payload = build_tarball(crds_source(version)) if data is None else data
 
@@ -128,7 +129,7 @@ def serve(data: bytes | None = None, port: int = 0, version: str | None = None) 
         def log_message(self, fmt: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server = ThreadingHTTPServer((host, port), Handler)
     server.hits = 0  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, name="karmada-crds-server", daemon=True)
     thread.start()

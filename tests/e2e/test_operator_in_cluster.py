@@ -1,0 +1,117 @@
+"""Issue 6: the operator runs in-cluster, as `make deploy` installs it (config/default).
+
+No registry and no container engine here: hack/testenv/operator-image.sh assembles the
+operator image (what the Dockerfile builds) as an OCI archive, which is imported into the
+host cluster's containerd. config/default is applied with that image; the operator pod
+(its own ServiceAccount and RBAC, the image's Python and collections) then installs a small
+Karmada and joins a member cluster, all from inside the cluster.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from support import karmada_e2e
+from support.karmada_crds_server import serve
+from support.testenv import HACK, HostCluster, MemberCluster, settings
+from support.waiting import condition, crds_established
+
+pytestmark = pytest.mark.e2e
+
+IMAGE = "ko-testenv.local/karmada-ansible-operator:dev"
+NS = "karmada-system"
+NAME = "incluster"
+
+
+class InClusterOperator:
+    """Stands in for OperatorProcess in karmada_e2e.Deployment: the log is the pod's."""
+
+    def __init__(self, host: HostCluster, namespace: str, deployment: str):
+        self.host, self.namespace, self.deployment = host, namespace, deployment
+
+    def log_tail(self, chars: int = 6000) -> str:
+        out = self.host.kubectl("logs", f"deployment/{self.deployment}", "-n", self.namespace, "--tail=200",
+                                check=False)
+        return (out.stdout + out.stderr)[-chars:]
+
+
+def operator_manifests(host: HostCluster) -> list[dict]:
+    rendered = host.kubectl("kustomize", str(karmada_e2e.ROOT / "config/default")).stdout
+    docs = [d for d in yaml.safe_load_all(rendered) if d]
+    for doc in docs:
+        if doc["kind"] == "Deployment":
+            container = doc["spec"]["template"]["spec"]["containers"][0]
+            container["image"] = IMAGE
+            container["imagePullPolicy"] = "Never"  # imported into containerd, no registry
+    return docs
+
+
+@pytest.fixture(scope="module")
+def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], tmp_path_factory):
+    work = tmp_path_factory.mktemp("in-cluster")
+    start = time.monotonic()
+    build = subprocess.run([str(HACK / "operator-image.sh"), IMAGE], capture_output=True, text=True, timeout=1800)
+    assert build.returncode == 0, build.stderr[-3000:]
+    archive = build.stdout.strip().splitlines()[-1]
+    subprocess.run(["ctr", "--address", settings()["KO_CONTAINERD_SOCK"], "-n", "k8s.io", "images", "import",
+                    archive], check=True, capture_output=True, timeout=600)
+    print(f"\noperator image built and imported in {time.monotonic() - start:.0f}s")
+
+    docs = operator_manifests(host_cluster)
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    op_ns, op_name = deployment["metadata"]["namespace"], deployment["metadata"]["name"]
+    operator = InClusterOperator(host_cluster, op_ns, op_name)
+    crds = None
+    try:
+        host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+        crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
+        rollout = host_cluster.kubectl("rollout", "status", f"deployment/{op_name}", "-n", op_ns,
+                                       "--timeout=300s", check=False)
+        assert rollout.returncode == 0, (
+            host_cluster.kubectl("describe", "pods", "-n", op_ns, check=False).stdout[-3000:] + operator.log_tail())
+        # Pods reach the node's address, not this machine's loopback.
+        crds = serve(host=host_cluster.node_ip)
+        cr = karmada_e2e.sample()
+        cr["metadata"]["name"] = NAME
+        cr["spec"].update({"crds": {"url": crds.url, "sha256": crds.sha256},
+                           "etcd": {"local": {"replicas": 1, "storage": {"type": "EmptyDir"}}},
+                           "apiServer": {"replicas": 1, "serviceType": "ClusterIP"},
+                           "certificates": {"keyAlgorithm": "ECDSA"},
+                           "members": [{"name": member_clusters[0].name,
+                                        "kubeconfigSecretRef": {"name": member_clusters[0].secret_name}}]})
+        fleet = karmada_e2e.Deployment(host_cluster, operator, work, NAME, NS)  # type: ignore[arg-type]
+        host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
+        yield {"fleet": fleet, "operator_ns": op_ns, "operator": op_name, "member": member_clusters[0]}
+    finally:
+        host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
+        host_cluster.kubectl("delete", "deployment", op_name, "-n", op_ns, "--timeout=120s", check=False)
+        host_cluster.kubectl("delete", "namespace", op_ns, "--wait=false", check=False)
+        if crds is not None:
+            crds.stop()
+
+
+def test_in_cluster_operator_installs_karmada_and_joins_a_member(in_cluster):
+    fleet = in_cluster["fleet"]
+    member = in_cluster["member"].name
+
+    def done():
+        obj = fleet.get()
+        return (condition(obj, "Ready").get("status") == "True"
+                and condition(obj, "MembersReady").get("status") == "True"
+                and obj["status"].get("readyMembers") == "1/1")
+
+    fleet.wait_for(done, 1200, "Ready with its member joined (in-cluster operator)")
+    assert fleet.karmadactl("get", "--raw", "/readyz").stdout == "ok"
+    clusters = yaml.safe_load(fleet.karmadactl("get", "clusters", "-o", "yaml").stdout)["items"]
+    assert [c["metadata"]["name"] for c in clusters] == [member]
+    assert condition(clusters[0], "Ready")["status"] == "True"
+    pods = fleet.host.get("pods", "-n", in_cluster["operator_ns"])["items"]
+    assert len(pods) == 1
+    pod = pods[0]
+    assert pod["spec"]["containers"][0]["image"] == IMAGE
+    assert pod["spec"]["serviceAccountName"].endswith("controller-manager")
+    assert all(cs["ready"] and cs["restartCount"] == 0 for cs in pod["status"]["containerStatuses"])
