@@ -58,6 +58,8 @@ AGENT_USER_PREFIX = "system:karmada:agent:"
 AGENT_GROUP = "system:karmada:agents"
 AGENT_CERT_DAYS = 365
 AGENT_RENEW_DAYS = 30
+# Reasons meaning the member's kubeconfig is gone or unusable (not a passing outage).
+CREDENTIALS_GONE = ("KubeconfigSecretMissing", "InvalidKubeconfig")
 
 
 @dataclass
@@ -675,17 +677,31 @@ class Joiner:
             for deployment in ("karmada-agent",):
                 self._delete(member, {"apiVersion": "apps/v1", "kind": "Deployment",
                                       "metadata": {"name": deployment, "namespace": AGENT_NAMESPACE}}, "member")
-        except (MemberProblem, KubeError) as exc:
-            message = exc.message if isinstance(exc, (MemberProblem, KubeError)) else str(exc)
-            self.result.state = "Unjoining"
-            self.result.reason = "MemberNotCleaned"
-            self.result.message = "; ".join(notes + [f"removed from Karmada, but the member-side objects (namespace "
-                                                     f"{CLUSTER_NAMESPACE}, service accounts, RBAC) are left: "
-                                                     f"{message}; retried at the next reconcile"])
+        except MemberProblem as exc:
+            if exc.reason in CREDENTIALS_GONE:
+                # No usable kubeconfig is left for a member taken out of spec: nothing can ever
+                # clean it, so finish (and say so) instead of retrying forever.
+                self.result.state = "Unjoined"
+                self.result.reason = "MemberNotCleaned"
+                self.result.message = "; ".join(notes + [f"removed from Karmada; the member side (namespace "
+                                                         f"{CLUSTER_NAMESPACE}, service accounts, RBAC) was not "
+                                                         f"cleaned: {exc.message}"])
+                return
+            self._not_cleaned(notes, exc.message)
+            return
+        except KubeError as exc:
+            self._not_cleaned(notes, exc.message)
             return
         self.result.state = "Unjoined"
         self.result.reason = "ForcedRemoval" if notes else "Unjoined"
         self.result.message = "; ".join(notes) or f"cluster {name} removed from Karmada and the member cleaned"
+
+    def _not_cleaned(self, notes: list[str], message: str) -> None:
+        self.result.state = "Unjoining"
+        self.result.reason = "MemberNotCleaned"
+        self.result.message = "; ".join(notes + [f"removed from Karmada, but the member-side objects (namespace "
+                                                 f"{CLUSTER_NAMESPACE}, service accounts, RBAC) are left: "
+                                                 f"{message}; retried at the next reconcile"])
 
 
 def _now() -> dt.datetime:

@@ -253,6 +253,7 @@ def members_status(spec_members: list[dict[str, Any]], previous: list[dict[str, 
         out.append(entry)
     in_spec = {m["name"] for m in spec}
     leftovers: list[str] = []
+    removed: list[str] = []
     for name, old in before.items():
         if name in in_spec:
             continue
@@ -264,6 +265,9 @@ def members_status(spec_members: list[dict[str, Any]], previous: list[dict[str, 
                 retry = True
             continue
         if result.get("state") == "Unjoined":
+            if result.get("reason") not in (None, "", "Unjoined"):
+                # Gone, but not cleanly (forced, or the member side left): say it once.
+                removed.append(f"{name} ({result.get('reason')}: {result.get('message')})")
             continue
         ref = old.get("kubeconfigSecretRef") or {}
         out.append(_entry(name, result, old.get("specHash") or "", ref, old.get("syncMode") or DEFAULT_SYNC_MODE,
@@ -282,6 +286,8 @@ def members_status(spec_members: list[dict[str, Any]], previous: list[dict[str, 
                      "message": f"{ready_count}/{total} members Ready; " + "; ".join(problems)}
     if leftovers:
         condition["message"] += "; still being removed: " + ", ".join(leftovers)
+    if removed:
+        condition["message"] += "; removed with a warning: " + ", ".join(removed)
     condition["message"] = condition["message"][:4000]
     return {"members": out, "readyMembers": f"{ready_count}/{total}", "condition": condition, "retry": retry}
 

@@ -256,3 +256,32 @@ def test_member_down_during_join_leaves_others_and_joins_when_back(
 
     host_cluster.script("members.sh", str(len(member_clusters)), str(member_clusters[0].nodes))
     fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 900, "member2 joined once back")
+
+
+def test_bad_members_are_reported_while_the_others_stay_joined(fleet: Deployment):
+    """A member whose kubeconfig Secret is missing and one whose kubeconfig is garbage: each
+    gets its reason in status, the three good members stay joined, and both can be removed."""
+    fleet.host.kubectl("create", "secret", "generic", "broken-kubeconfig", "-n", NS,
+                       "--from-literal=kubeconfig=not: [a kubeconfig", check=False)
+    bad = [{"name": "ghost", "kubeconfigSecretRef": {"name": "ghost-kubeconfig"}},
+           {"name": "broken", "kubeconfigSecretRef": {"name": "broken-kubeconfig"}}]
+    patch = {"spec": {"members": MEMBERS + bad}}
+    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p", yaml.safe_dump(patch))
+
+    def reported():
+        states = member_states(fleet)
+        return states.get("ghost", ("",))[0] == "Failed" and states.get("broken", ("",))[0] == "Failed" and states
+
+    states = fleet.wait_for(reported, 600, "both bad members reported")
+    assert states["ghost"] == ("Failed", "KubeconfigSecretMissing")
+    assert states["broken"] == ("Failed", "InvalidKubeconfig")
+    assert all(states[m] == ("Joined", "ClusterReady") for m in ("member1", "member2", "member3"))
+    obj = fleet.get()
+    assert obj["status"]["readyMembers"] == "3/5"
+    message = condition(obj, "MembersReady")["message"]
+    assert "ghost: Failed KubeconfigSecretMissing" in message and "broken: Failed InvalidKubeconfig" in message
+    assert set(clusters(fleet)) == {"member1", "member2", "member3"}
+
+    set_members(fleet, "member1", "member2", "member3")
+    fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 600, "the bad members removed")
+    fleet.host.kubectl("delete", "secret", "broken-kubeconfig", "-n", NS, check=False)

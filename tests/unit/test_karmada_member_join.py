@@ -166,3 +166,15 @@ def test_members_status_all_ready_and_empty():
     assert (out["condition"]["status"], out["condition"]["reason"], out["retry"]) == ("True", "AllMembersReady", False)
     empty = km.members_status([], [], {})
     assert (empty["condition"]["reason"], empty["readyMembers"], empty["retry"]) == ("NoMembers", "0/0", False)
+
+
+def test_a_member_removed_without_clean_unjoin_is_dropped_but_named_in_the_condition():
+    previous = [{"name": "gone", "state": "Failed", "kubeconfigSecretRef": {"name": "missing", "key": "kubeconfig"}}]
+    results = {"gone": {"state": "Unjoined", "reason": "MemberNotCleaned",
+                        "message": "Secret karmada-system/missing (kubeconfig) does not exist"}}
+    out = km.members_status([], previous, results)
+    assert out["members"] == [] and not out["retry"]
+    assert "removed with a warning: gone (MemberNotCleaned: Secret karmada-system/missing" in \
+        out["condition"]["message"]
+    clean = km.members_status([], previous, {"gone": {"state": "Unjoined", "reason": "Unjoined", "message": "ok"}})
+    assert "removed" not in clean["condition"]["message"]
