@@ -105,7 +105,7 @@ operator-image: setup ## Assemble the operator image as an OCI archive, no Docke
 ##@ Local use
 
 .PHONY: up
-up: setup testenv-up install ## Local cluster + CRDs + operator + sample KarmadaDeployment.
+up: setup testenv-up ## Local cluster + 2 kwok members + CRDs + operator + sample KarmadaDeployment (hack/up.sh).
 	hack/up.sh
 
 .PHONY: down
