@@ -503,6 +503,16 @@ class Joiner:
             self.result.reason = "ClusterNotReady"
             self.result.message = f"cluster {self.spec.name} not Ready after {self.wait:.0f}s: {cluster_ready(obj)[1]}"
 
+    def _record(self, exc: MemberProblem | KubeError, api_state: str) -> None:
+        """Put a problem into the result: a MemberProblem as it says, an API error as ``api_state``."""
+        self.result.ready = False
+        if isinstance(exc, MemberProblem):
+            self.result.state, self.result.reason = exc.state, exc.reason
+        else:
+            self.result.state = api_state
+            self.result.reason = "KarmadaUnreachable" if exc.status == 0 else f"Api{exc.reason}"
+        self.result.message = exc.message
+
     # ---- join
 
     def join(self) -> Result:
@@ -518,13 +528,8 @@ class Joiner:
                 self._join_pull()
             else:
                 self._join_push()
-        except MemberProblem as exc:
-            self.result.state, self.result.ready = exc.state, False
-            self.result.reason, self.result.message = exc.reason, exc.message
-        except KubeError as exc:
-            self.result.state, self.result.ready = "Failed", False
-            self.result.reason = "KarmadaUnreachable" if exc.status == 0 else f"Api{exc.reason}"
-            self.result.message = exc.message
+        except (MemberProblem, KubeError) as exc:
+            self._record(exc, api_state="Failed")
         return self.result
 
     def _join_push(self) -> None:
@@ -630,13 +635,8 @@ class Joiner:
         self.result.state = "Unjoining"
         try:
             self._unjoin()
-        except MemberProblem as exc:
-            self.result.state, self.result.ready = exc.state, False
-            self.result.reason, self.result.message = exc.reason, exc.message
-        except KubeError as exc:
-            self.result.state = "Unjoining"
-            self.result.reason = "KarmadaUnreachable" if exc.status == 0 else f"Api{exc.reason}"
-            self.result.message = exc.message
+        except (MemberProblem, KubeError) as exc:
+            self._record(exc, api_state="Unjoining")
         return self.result
 
     def _unjoin(self) -> None:
