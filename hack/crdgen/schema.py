@@ -412,6 +412,11 @@ def karmada_deployment_spec() -> Schema:
         key: component(COMPONENT_NAMES[key], key in OPTIONAL_COMPONENTS)
         for key in [*CORE_COMPONENTS, *OPTIONAL_COMPONENTS]
     }
+    # Kept in the API for the member work that will run it; refused until then rather than ignored.
+    components["schedulerEstimator"]["x-kubernetes-validations"] = [cel(
+        "!has(self.enabled) || !self.enabled",
+        "karmada-scheduler-estimator (one per member) is not installed by this operator version yet; "
+        "leave enabled false", fieldPath=".enabled")]
     return obj(
         "Desired Karmada control plane.",
         {

@@ -27,9 +27,10 @@ export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
 
 DEFAULT_COMPONENTS="etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet
 kube-proxy kwok coredns ansible-operator pause karmada-aggregated-apiserver
-karmada-controller-manager karmada-scheduler karmada-webhook karmada-agent karmada-descheduler"
+karmada-controller-manager karmada-scheduler karmada-webhook karmada-agent karmada-descheduler
+karmada-search karmada-metrics-adapter"
 # Built only on request (benchmarks, bundle validation).
-ON_DEMAND="operator-sdk karmadactl karmada-operator karmada-search karmada-metrics-adapter"
+ON_DEMAND="operator-sdk karmadactl karmada-operator"
 
 log() { printf '[testenv-bin] %s\n' "$*" >&2; }
 
@@ -151,6 +152,7 @@ build_one() {
     karmadactl | karmada-*)
       local pkg=github.com/karmada-io/karmada/cmd/${name#karmada-}
       [ "$name" = karmadactl ] && pkg=github.com/karmada-io/karmada/cmd/karmadactl
+      [ "$name" = karmada-search ] && pkg=github.com/karmada-io/karmada/cmd/karmada-search
       [ "$name" = karmada-operator ] && pkg=github.com/karmada-io/karmada/operator/cmd/operator
       build_in "$(module_wrapper karmada github.com/karmada-io/karmada "$version")" "$name" "$version" \
         "$pkg" "-X github.com/karmada-io/karmada/pkg/version.gitVersion=$version" ;;

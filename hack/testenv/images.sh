@@ -38,7 +38,7 @@ image_specs() {
   done
   echo "etcd|registry.k8s.io/etcd:$ETCD_IMAGE_TAG|--busybox $BUSYBOX $NSS --file $KO_LINKS/etcd:/usr/local/bin/etcd:755 --file $KO_LINKS/etcdctl:/usr/local/bin/etcdctl:755 --file $KO_LINKS/etcdutl:/usr/local/bin/etcdutl:755 --dir tmp:1777 --dir var/lib/etcd:700 --cmd /usr/local/bin/etcd"
   echo "coredns|registry.k8s.io/coredns/coredns:$COREDNS_VERSION|--file $KO_LINKS/coredns:/coredns:755 --file $CA_BUNDLE:$CA_BUNDLE:644 --dir tmp:1777 --entrypoint /coredns"
-  for c in aggregated-apiserver controller-manager scheduler webhook agent descheduler; do
+  for c in aggregated-apiserver controller-manager scheduler webhook agent descheduler search metrics-adapter; do
     echo "karmada-$c|docker.io/karmada/karmada-$c:$kv|--busybox $BUSYBOX $NSS --file $KO_LINKS/karmada-$c:/bin/karmada-$c:755 --file $CA_BUNDLE:$CA_BUNDLE:644 --dir tmp:1777 --cmd /bin/karmada-$c"
   done
   # General-purpose images for tests: sh, httpd, wget, nc ... from Debian's busybox-static,

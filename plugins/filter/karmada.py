@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from ansible.errors import AnsibleFilterError
+
 # Controller-side plugins cannot import custom module_utils through ansible.module_utils
 # (only modules get them, packed by AnsiballZ), so load the same files as plain Python.
 _MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
@@ -15,8 +17,8 @@ if _MODULE_UTILS not in sys.path:
 
 from karmada_kubeconfig import server_of, with_server  # noqa: E402
 from karmada_members import members_status  # noqa: E402
-from karmada_observed import component_status, etcd_status, pick  # noqa: E402
-from karmada_plan import config_hash  # noqa: E402
+from karmada_observed import component_status, etcd_status, failure_message, pick  # noqa: E402
+from karmada_plan import config_hash, mounts_hash  # noqa: E402
 
 
 def b64_values(data: dict) -> dict:
@@ -36,7 +38,14 @@ def as_kind(name: str, kind: str) -> dict:
 
 def _plain(value):
     """Ansible hands filters str subclasses (AnsibleUnsafeText) that yaml.safe_dump refuses."""
-    return json.loads(json.dumps(value))
+    return json.loads(json.dumps(value, default=str))
+
+
+def secret_mounts_hash(groups: dict, mounts: dict) -> str:
+    try:
+        return mounts_hash(_plain(groups), _plain(mounts))
+    except KeyError as err:
+        raise AnsibleFilterError(f"karmada_mounts_hash: {err.args[0]}") from err
 
 
 def kubeconfig_with_server(kubeconfig: str, server: str, tls_server_name: str = "") -> str:
@@ -49,10 +58,12 @@ class FilterModule:
             "karmada_kubeconfig_server": kubeconfig_with_server,
             "karmada_kubeconfig_server_of": server_of,
             "karmada_config_hash": config_hash,
+            "karmada_mounts_hash": secret_mounts_hash,
             "karmada_b64_values": b64_values,
             "karmada_component_status": component_status,
             "karmada_etcd_status": etcd_status,
             "karmada_pick": pick,
+            "karmada_failure_message": lambda result, task: failure_message(_plain(task), _plain(result or {})),
             "karmada_kind": as_kind,
             "karmada_b64_decode_values": b64_decode_values,
             "karmada_members_status": lambda spec, previous, results: members_status(

@@ -66,3 +66,44 @@ def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
 
 def pick(data: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     return {k: data[k] for k in keys if k in data}
+
+
+def _item_name(result: dict[str, Any]) -> str:
+    item = result.get(result.get("ansible_loop_var") or "item")
+    if isinstance(item, dict):
+        return str(item.get("name") or item.get("key") or item)
+    return str(item)
+
+
+def _item_detail(result: dict[str, Any]) -> str:
+    """Why one loop item failed: its message, or what a wait last saw of its object."""
+    resources = result.get("resources")
+    if resources:
+        status = resources[0].get("status") or {}
+        spec = resources[0].get("spec") or {}
+        if "replicas" in spec:
+            return (f"{int(status.get('readyReplicas') or 0)}/{int(spec.get('replicas') or 0)} replicas ready "
+                    f"after {result.get('attempts', 1)} checks")
+    if resources == []:
+        return "not found"
+    msg = str(result.get("msg") or "").strip()
+    return msg.splitlines()[-1] if msg else "failed"
+
+
+def failure_message(task: str, result: dict[str, Any], limit: int = 2000) -> str:
+    """The Ready condition's message for a failed step: the task and what failed in it.
+
+    A failed loop names its failed items ("karmada-search: 0/1 replicas ready after 120
+    checks") instead of Ansible's "One or more items failed".
+    """
+    failed = [r for r in result.get("results") or [] if isinstance(r, dict) and r.get("failed")]
+    if failed:
+        detail = "; ".join(f"{_item_name(r)}: {_item_detail(r)}" for r in failed)
+    else:
+        msg = result.get("msg") or ""
+        if not msg and result.get("exception"):
+            lines = [line for line in str(result["exception"]).splitlines() if line.strip()]
+            msg = lines[-1] if lines else ""
+        detail = str(msg or "failed")
+    text = f"{task or 'a step'}: {detail}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -106,6 +106,8 @@ class PkiSpec:
     apiserver_port: int
     aggregated_apiserver_service: str
     webhook_service: str
+    search_service: str
+    metrics_adapter_service: str
     lb_addresses: tuple[str, ...]
     lb_dns_names: tuple[str, ...]
     lb_port: int
@@ -314,6 +316,12 @@ def parse_spec(data: Mapping[str, Any]) -> PkiSpec:
         ),
         webhook_service=validate_dns_name(
             _get(data, "webhookServiceName", f"{name}-webhook"), "webhookServiceName"
+        ),
+        search_service=validate_dns_name(
+            _get(data, "searchServiceName", f"{name}-search"), "searchServiceName"
+        ),
+        metrics_adapter_service=validate_dns_name(
+            _get(data, "metricsAdapterServiceName", f"{name}-metrics-adapter"), "metricsAdapterServiceName"
         ),
         lb_addresses=lb_addresses,
         lb_dns_names=lb_dns,
@@ -526,9 +534,14 @@ def leaf_profiles(spec: PkiSpec) -> list[LeafProfile]:
         "karmada-aggregated-apiserver": spec.aggregated_apiserver_service,
         "karmada-webhook": spec.webhook_service,
     }
+    # The optional aggregated API servers get a serving certificate only when they run.
+    if "karmada-search" in spec.components:
+        serving["karmada-search"] = spec.search_service
+    if "karmada-metrics-adapter" in spec.components:
+        serving["karmada-metrics-adapter"] = spec.metrics_adapter_service
     for comp, service in serving.items():
         sans = service_names(service, ns, domain) + _local()
-        if comp == "karmada-aggregated-apiserver" and ns != KARMADA_SYSTEM_NAMESPACE:
+        if comp != "karmada-webhook" and ns != KARMADA_SYSTEM_NAMESPACE:
             # karmada-apiserver's aggregator dials the APIService's Service inside Karmada
             # (an ExternalName in karmada-system) and checks the certificate against that name.
             sans += service_names(service, KARMADA_SYSTEM_NAMESPACE, domain)

@@ -38,8 +38,21 @@ COMPONENTS: dict[str, tuple[str, str]] = {
     "metricsAdapter": ("metrics-adapter", "karmada-metrics-adapter"),
 }
 OPTIONAL = {"descheduler", "search", "metricsAdapter"}
-# Optional components whose serving certificates and APIService wiring are not built yet.
-NOT_YET = {"search", "metricsAdapter"}
+# Components that serve an API through karmada-apiserver's aggregator:
+# spec.components key -> the (group, version, groupPriorityMinimum, versionPriority) they register.
+# cluster.karmada.io is always there (the karmada_resources role registers it); the others come
+# and go with their component.
+AGGREGATED_APIS: dict[str, list[tuple[str, str, int, int]]] = {
+    "aggregatedAPIServer": [("cluster.karmada.io", "v1alpha1", 2000, 10)],
+    "search": [("search.karmada.io", "v1alpha1", 2000, 10)],
+    "metricsAdapter": [("metrics.k8s.io", "v1beta1", 100, 200),
+                       ("custom.metrics.k8s.io", "v1beta1", 100, 200),
+                       ("custom.metrics.k8s.io", "v1beta2", 100, 200)],
+}
+# Components with their own serving certificate (file stem in the PKI Secret) behind a Service.
+SERVING = {"aggregatedAPIServer", "webhook", "search", "metricsAdapter"}
+# Components that keep objects in etcd themselves (next to karmada-apiserver's data).
+ETCD_CLIENTS = {"aggregatedAPIServer", "search"}
 
 
 class PlanError(ValueError):
@@ -96,6 +109,22 @@ def config_hash(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def mounts_hash(groups: dict[str, dict[str, str]], mounts: dict[str, list[str]]) -> str:
+    """config_hash of exactly the Secret keys a pod mounts (``mounts``: group -> keys).
+
+    Put on the pod template: a renewed certificate restarts the pods that read it and no
+    others; enabling an optional component (new certificates) restarts nothing else.
+    """
+    picked = {}
+    for group, keys in sorted(mounts.items()):
+        data = groups.get(group) or {}
+        missing = [k for k in keys if k not in data]
+        if missing:
+            raise KeyError(f"the {group} Secret has no {', '.join(missing)}")
+        picked[group] = {k: data[k] for k in sorted(keys)}
+    return config_hash(picked)
+
+
 def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
     meta = cr.get("metadata") or {}
     spec = cr.get("spec") or {}
@@ -139,9 +168,6 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
     for key, (suffix, binary) in COMPONENTS.items():
         comp = (spec.get("components") or {}).get(key) or {}
         enabled = bool(comp.get("enabled", key not in OPTIONAL))
-        if enabled and key in NOT_YET:
-            raise PlanError(f"spec.components.{key}.enabled",
-                            f"{binary} is not installed by this operator version yet; set enabled: false")
         if key == "kubeControllerManager":
             image = _image(kube_registry, "kube-controller-manager", kube_version, comp.get("image"))
             command = ["kube-controller-manager"]
@@ -161,9 +187,13 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
             "command": command,
             "args": _args(defaults, comp.get("extraArgs"), _gates(spec, comp)),
             "kubeconfigSecret": f"{name}-{suffix}-kubeconfig",
-            "service": deploy_name if key in {"aggregatedAPIServer", "webhook", "search", "metricsAdapter"} else "",
+            "service": deploy_name if key in SERVING else "",
             "serviceDNS": svc_dns(deploy_name),
             "pod": _pod(spec, comp, 1),
+            **_mounts(key, binary, etcd),
+            "apiServices": [{"name": f"{version}.{group}", "group": group, "version": version,
+                             "groupPriorityMinimum": group_min, "versionPriority": version_prio}
+                            for group, version, group_min, version_prio in AGGREGATED_APIS.get(key, [])],
         })
 
     api = spec.get("apiServer") or {}
@@ -185,6 +215,10 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
         "apiserver": apiserver,
         "components": components,
         "enabledComponents": [c["name"] for c in components if c["enabled"]],
+        # The aggregated APIs of optional components, registered in karmada-apiserver while the
+        # component is enabled and removed when it is not (a dangling APIService breaks discovery).
+        "optionalAPIServices": [{**api, "service": c["service"], "present": c["enabled"]}
+                                for c in components if c["key"] in OPTIONAL for api in c["apiServices"]],
         "endpoints": {
             "inCluster": in_cluster,
             "external": external,
@@ -295,8 +329,13 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
         **etcd_files,
     }
     lb = api.get("externalLoadBalancer") or {}
+    etcd_client, etcd_ca = _etcd_mounts(etcd)
+    pki_files = ["ca.crt", "apiserver.crt", "apiserver.key", *etcd_client, "front-proxy-ca.crt",
+                 "front-proxy-client.crt", "front-proxy-client.key", "sa.key", "sa.pub"]
     return {
         "name": names["apiserver"],
+        "pkiFiles": pki_files,
+        "mounts": {"pki": pki_files, "etcd": etcd_ca, "kubeconfig": []},
         "image": _image(registry, "kube-apiserver", version, api.get("image")),
         "version": (api.get("image") or {}).get("tag") or version,
         "serviceType": api.get("serviceType") or "ClusterIP",
@@ -321,6 +360,45 @@ def etcd_client_args(etcd: dict[str, Any]) -> dict[str, str]:
                  "etcd-certfile": f"{PKI_DIR}/apiserver-etcd-client.crt",
                  "etcd-keyfile": f"{PKI_DIR}/apiserver-etcd-client.key"}
     return {"etcd-servers": ",".join(etcd["endpoints"]), **files}
+
+
+def _etcd_mounts(etcd: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(files from the PKI Secret, files from the etcd PKI Secret) an etcd client mounts."""
+    if etcd["mode"] == "external":
+        return [], []  # the external etcd's own TLS Secret, mounted whole
+    return ["apiserver-etcd-client.crt", "apiserver-etcd-client.key"], ["ca.crt"]
+
+
+def _mounts(key: str, binary: str, etcd: dict[str, Any]) -> dict[str, Any]:
+    """What a component mounts from the operator's Secrets.
+
+    ``pkiFiles`` go to /etc/kubernetes/pki, ``servingCert`` (webhook) to /var/serving-cert,
+    ``etcdFiles`` (the etcd CA) to /etc/kubernetes/pki/etcd; ``mounts`` lists every key per
+    Secret group so a pod restarts when, and only when, something it reads changes.
+    """
+    pki: list[str] = []
+    etcd_files: list[str] = []
+    if key == "kubeControllerManager":
+        pki = ["ca.crt", "ca.key", "sa.key"]
+    elif key in {"descheduler", "metricsAdapter", "search", "aggregatedAPIServer"}:
+        pki = ["ca.crt"]
+    if key in SERVING and key != "webhook":
+        pki += [f"{binary}.crt", f"{binary}.key"]
+    if key in ETCD_CLIENTS:
+        client, etcd_files = _etcd_mounts(etcd)
+        pki += client
+    serving = "karmada-webhook" if key == "webhook" else ""
+    return {
+        "pkiFiles": pki,
+        "servingCert": serving,
+        "etcdClient": key in ETCD_CLIENTS,
+        "etcdFiles": etcd_files,
+        "mounts": {
+            "kubeconfig": [f"{binary}.conf"],
+            "pki": pki + ([f"{serving}.crt", f"{serving}.key"] if serving else []),
+            "etcd": etcd_files,
+        },
+    }
 
 
 def _component_defaults(key: str, name: str, ns: str, etcd: dict[str, Any]) -> dict[str, Any]:
@@ -383,17 +461,20 @@ def _component_defaults(key: str, name: str, ns: str, etcd: dict[str, Any]) -> d
     elif key == "descheduler":
         common.update({"health-probe-bind-address": "$(POD_IP):10358",
                        "scheduler-estimator-ca-file": f"{PKI_DIR}/ca.crt"})
-    elif key == "search":
-        common = {"kubeconfig": kubeconfig, "authentication-kubeconfig": kubeconfig,
-                  "authorization-kubeconfig": kubeconfig, "bind-address": "$(POD_IP)", "secure-port": "443",
-                  "tls-cert-file": f"{PKI_DIR}/search.crt", "tls-private-key-file": f"{PKI_DIR}/search.key",
-                  "audit-log-path": "-", "v": "2"}
-    elif key == "metricsAdapter":
+    elif key in {"search", "metricsAdapter"}:
+        binary = COMPONENTS[key][1]
+        # Aggregated API servers like karmada-aggregated-apiserver: TLS from our CA, delegated
+        # authentication and authorization against karmada-apiserver.
         common = {"kubeconfig": kubeconfig, "authentication-kubeconfig": kubeconfig,
                   "authorization-kubeconfig": kubeconfig, "client-ca-file": f"{PKI_DIR}/ca.crt",
-                  "tls-cert-file": f"{PKI_DIR}/metrics-adapter.crt",
-                  "tls-private-key-file": f"{PKI_DIR}/metrics-adapter.key", "secure-port": "443",
-                  "audit-log-path": "-", "v": "2"}
+                  "bind-address": "$(POD_IP)", "secure-port": "443",
+                  "tls-cert-file": f"{PKI_DIR}/{binary}.crt", "tls-private-key-file": f"{PKI_DIR}/{binary}.key",
+                  "tls-min-version": "VersionTLS12", "audit-log-path": "-", "v": "2"}
+        if key == "search":
+            # ResourceRegistry objects live in etcd, next to karmada-apiserver's data.
+            common.update(etcd_client_args(etcd))
+        else:
+            common["metrics-bind-address"] = "$(POD_IP):8080"
     return common
 
 
@@ -426,5 +507,7 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
         },
         "aggregated_apiserver_service_name": by_key["aggregatedAPIServer"]["name"],
         "webhook_service_name": by_key["webhook"]["name"],
+        "search_service_name": by_key["search"]["name"],
+        "metrics_adapter_service_name": by_key["metricsAdapter"]["name"],
         "components": [c["component"] for c in components if c["enabled"]],
     }

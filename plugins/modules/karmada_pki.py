@@ -62,6 +62,16 @@ options:
   webhook_service_name:
     description: Service name of karmada-webhook (default C(<name>-webhook)).
     type: str
+  search_service_name:
+    description:
+      - Service name of karmada-search (default C(<name>-search)); its serving certificate is issued
+        only when C(components) holds C(karmada-search).
+    type: str
+  metrics_adapter_service_name:
+    description:
+      - Service name of karmada-metrics-adapter (default C(<name>-metrics-adapter)); its serving
+        certificate is issued only when C(components) holds C(karmada-metrics-adapter).
+    type: str
   components:
     description: Components that get a client certificate and a kubeconfig. Default all known components.
     type: list
@@ -177,6 +187,12 @@ files:
   description: KEY MATERIAL. The full set, kubeadm file name to PEM/YAML text. Use no_log.
   type: dict
   returned: always
+secret_removals:
+  description: >-
+    Per Secret group, the data keys of files no longer in the set (e.g. the certificates of a
+    component switched off) mapped to null: a JSON merge patch that removes them from the Secret.
+  type: dict
+  returned: always
 secret_groups:
   description: >-
     KEY MATERIAL. The same set split for Secrets with valid data keys: C(pki) (Karmada and front-proxy
@@ -203,6 +219,8 @@ ARGUMENT_SPEC = {
     "api_server": {"type": "dict", "default": {}},
     "aggregated_apiserver_service_name": {"type": "str"},
     "webhook_service_name": {"type": "str"},
+    "search_service_name": {"type": "str"},
+    "metrics_adapter_service_name": {"type": "str"},
     "components": {"type": "list", "elements": "str"},
     "certificates": {"type": "dict", "default": {}},
     # not no_log: Ansible would then mask the same PEM text in the returned files; callers use no_log
@@ -231,6 +249,8 @@ def pki_input(params: dict) -> dict:
         "apiServer": params["api_server"],
         "aggregatedApiServerServiceName": params["aggregated_apiserver_service_name"],
         "webhookServiceName": params["webhook_service_name"],
+        "searchServiceName": params["search_service_name"],
+        "metricsAdapterServiceName": params["metrics_adapter_service_name"],
         "components": params["components"],
         "certificates": params["certificates"],
         "forceRenew": params["force_renew"],
@@ -247,6 +267,7 @@ def main() -> None:
         module.fail_json(msg=str(exc), field=exc.field)
     for warning in result.warnings:
         module.warn(warning)
+    removed_groups = secret_groups(dict.fromkeys(result.removed, ""))
     module.exit_json(
         changed=result.changed,
         certificates=result.certificates,
@@ -255,6 +276,8 @@ def main() -> None:
         pki_warnings=result.warnings,
         files=result.files,
         secret_groups=secret_groups(result.files),
+        # JSON merge patches (key: null) that drop removed files from the stored Secrets
+        secret_removals={g: dict.fromkeys(keys) for g, keys in removed_groups.items()},
     )
 
 

@@ -285,3 +285,96 @@ def test_bad_members_are_reported_while_the_others_stay_joined(fleet: Deployment
     set_members(fleet, "member1", "member2", "member3")
     fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 600, "the bad members removed")
     fleet.host.kubectl("delete", "secret", "broken-kubeconfig", "-n", NS, check=False)
+
+
+def set_optional(fleet: Deployment, enabled: bool) -> None:
+    patch = {"spec": {"components": {"search": {"enabled": enabled}, "metricsAdapter": {"enabled": enabled}}}}
+    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p", yaml.safe_dump(patch))
+
+
+def running_at_generation(fleet: Deployment) -> bool:
+    obj = fleet.get()
+    ready = condition(obj, "Ready")
+    return (obj.get("status", {}).get("phase") == "Running" and ready.get("status") == "True"
+            and ready.get("observedGeneration") == obj["metadata"]["generation"])
+
+
+OPTIONAL_APIS = ["v1alpha1.search.karmada.io", "v1beta1.metrics.k8s.io", "v1beta1.custom.metrics.k8s.io",
+                 "v1beta2.custom.metrics.k8s.io"]
+
+
+def apiservices(fleet: Deployment) -> dict[str, str]:
+    items = yaml.safe_load(fleet.karmadactl("get", "apiservices", "-o", "yaml").stdout)["items"]
+    return {a["metadata"]["name"]: next((c["status"] for c in a.get("status", {}).get("conditions", [])
+                                         if c["type"] == "Available"), "") for a in items}
+
+
+def control_plane_pods(fleet: Deployment) -> dict[str, str]:
+    pods = fleet.host.get("pods", "-n", NS, "-l", f"app.kubernetes.io/instance={NAME}")["items"]
+    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+
+
+def test_search_and_metrics_adapter_serve_their_apis_and_go_away_cleanly(
+        fleet: Deployment, member_clusters: list[MemberCluster]):
+    """Issue 6 (optional components): karmada-search caches the members' Deployments through a
+    ResourceRegistry and karmada-metrics-adapter serves the metrics APIs; switching them off removes
+    their APIServices (no dangling discovery) and neither switch restarts any other pod."""
+    fleet.wait_for(lambda: bookinfo_running(by_name(member_clusters)["member1"]), 300, "bookinfo in member1")
+    before = control_plane_pods(fleet)
+    start = time.monotonic()
+    set_optional(fleet, True)
+    fleet.wait_for(lambda: running_at_generation(fleet), 900, "Running with search and metrics-adapter")
+    print(f"\nenable search + metrics-adapter: {time.monotonic() - start:.0f}s")
+    available = apiservices(fleet)
+    assert {name: available.get(name) for name in OPTIONAL_APIS} == dict.fromkeys(OPTIONAL_APIS, "True")
+    components = {c["name"]: c for c in fleet.get()["status"]["components"]}
+    for comp in ("karmada-search", "karmada-metrics-adapter"):
+        assert components[comp]["readyReplicas"] == components[comp]["replicas"] == 1, components[comp]
+    after_on = control_plane_pods(fleet)
+    assert {n: u for n, u in after_on.items() if n in before} == before, "enabling restarted other pods"
+
+    # search: a ResourceRegistry over the Push members' Deployments, read back through the cache
+    registry = {"apiVersion": "search.karmada.io/v1alpha1", "kind": "ResourceRegistry",
+                "metadata": {"name": "bookinfo-deployments"},
+                "spec": {"targetCluster": {"clusterNames": ["member1", "member2"]},
+                         "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                                "namespace": "bookinfo"}]}}
+    fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump(registry))
+
+    def cached() -> dict[str, str]:
+        out = fleet.karmadactl("get", "--raw",
+                               "/apis/search.karmada.io/v1alpha1/search/cache/apis/apps/v1/deployments", check=False)
+        if out.returncode != 0:
+            return {}
+        items = yaml.safe_load(out.stdout).get("items") or []
+        source = "resource.karmada.io/cached-from-cluster"
+        return {i["metadata"]["name"]: i["metadata"].get("annotations", {}).get(source, "") for i in items}
+
+    found = fleet.wait_for(lambda: cached() if set(cached()) == {a for a, _ in BOOKINFO} else None, 300,
+                           "bookinfo Deployments in karmada-search's cache")
+    assert set(found.values()) == {"member1"}, found  # member2 runs no bookinfo
+
+    # metrics-adapter: the three APIs answer through karmada-apiserver's aggregator
+    for path in ("/apis/metrics.k8s.io/v1beta1", "/apis/custom.metrics.k8s.io/v1beta1",
+                 "/apis/custom.metrics.k8s.io/v1beta2"):
+        assert yaml.safe_load(fleet.karmadactl("get", "--raw", path).stdout)["kind"] == "APIResourceList", path
+    pod_metrics = yaml.safe_load(fleet.karmadactl(
+        "get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/bookinfo/pods").stdout)
+    assert pod_metrics["kind"] == "PodMetricsList"
+
+    fleet.karmadactl("delete", "resourceregistry", "bookinfo-deployments")
+    set_optional(fleet, False)
+    fleet.wait_for(lambda: running_at_generation(fleet), 900, "Running without search and metrics-adapter")
+    assert not set(OPTIONAL_APIS) & set(apiservices(fleet))
+    for kind in ("deployment", "service"):
+        for comp in (f"{NAME}-search", f"{NAME}-metrics-adapter"):
+            assert fleet.host.kubectl("get", kind, comp, "-n", NS, check=False).returncode != 0, (kind, comp)
+    # discovery is whole again: no "unable to retrieve the complete list of server APIs"
+    resources = fleet.karmadactl("api-resources", "-o", "name")
+    assert resources.stderr.strip() == "", resources.stderr
+    assert "clusters.cluster.karmada.io" in resources.stdout
+    assert "resourceregistries.search.karmada.io" not in resources.stdout
+    after_off = control_plane_pods(fleet)
+    assert {n: u for n, u in after_off.items() if n in before} == before, "disabling restarted other pods"
+    pki = fleet.host.get("secret", f"{NAME}-pki", "-n", NS)["data"]
+    assert "karmada-search.crt" not in pki and "karmada-metrics-adapter.crt" not in pki

@@ -134,6 +134,8 @@ BROKEN = [
      ["spec.apiServer.nodePort", "only valid with serviceType NodePort"]),
     ("feature-gate-name", "KarmadaDeployment", {"spec.components.controllerManager.featureGates": {"fail-over": True}},
      ["spec.components.controllerManager.featureGates", "CamelCase"]),
+    ("scheduler-estimator-not-yet", "KarmadaDeployment", {"spec.components.schedulerEstimator": {"enabled": True}},
+     ["spec.components.schedulerEstimator.enabled", "not installed by this operator version yet"]),
     ("backup-two-targets", "EtcdBackup",
      {"spec.storage.s3": {"endpoint": "https://s3.example", "bucket": "bkt", "credentialsSecretRef": {"name": "c"}}},
      ["spec.storage", "exactly one of storage.pvc or storage.s3"]),

@@ -35,3 +35,24 @@ def test_etcd_status_uses_health_when_given_and_pod_readiness_otherwise():
     assert members["karmada-etcd-1"] == {"name": "karmada-etcd-1", "healthy": True, "leader": True,
                                          "learner": False, "id": "8e9e05c52164694d", "version": "3.6.6"}
     assert members["karmada-etcd-2"]["healthy"] is False
+
+
+def test_failure_message_names_the_failed_loop_items_and_what_the_wait_saw():
+    result = {"failed": True, "msg": "One or more items failed", "results": [
+        {"ansible_loop_var": "comp", "comp": {"name": "fleet-scheduler"}, "failed": False},
+        {"ansible_loop_var": "comp", "comp": {"name": "fleet-search"}, "failed": True, "attempts": 120,
+         "resources": [{"spec": {"replicas": 2}, "status": {"readyReplicas": 1}}]},
+        {"ansible_loop_var": "item", "item": "fleet-pki", "failed": True, "msg": "Forbidden\nsecrets is forbidden"},
+        {"ansible_loop_var": "comp", "comp": {"name": "fleet-webhook"}, "failed": True, "resources": []},
+    ]}
+    assert ko.failure_message("Wait until every component is rolled out and ready", result) == (
+        "Wait until every component is rolled out and ready: fleet-search: 1/2 replicas ready after 120 checks; "
+        "fleet-pki: secrets is forbidden; fleet-webhook: not found")
+
+
+def test_failure_message_of_a_plain_task_and_its_limit():
+    assert ko.failure_message("Plan", {"msg": "spec.etcd: bad"}) == "Plan: spec.etcd: bad"
+    assert ko.failure_message("", {"exception": "Traceback\n  x\nValueError: boom\n"}) == \
+        "a step: ValueError: boom"
+    assert ko.failure_message("", {"censored": "hidden"}) == "a step: failed"
+    assert len(ko.failure_message("T", {"msg": "x" * 5000}, limit=100)) == 100

@@ -86,6 +86,9 @@ ROLES = {
     "admin": ("ca", {CLIENT_AUTH}, "karmada-admin", ["system:masters"]),
     "karmada-aggregated-apiserver": ("ca", {SERVER_AUTH}, "system:karmada:karmada-aggregated-apiserver", []),
     "karmada-webhook": ("ca", {SERVER_AUTH}, "system:karmada:karmada-webhook", []),
+    # issued because the default component list holds the optional aggregated API servers
+    "karmada-search": ("ca", {SERVER_AUTH}, "system:karmada:karmada-search", []),
+    "karmada-metrics-adapter": ("ca", {SERVER_AUTH}, "system:karmada:karmada-metrics-adapter", []),
     "etcd/server": ("etcd/ca", {SERVER_AUTH, CLIENT_AUTH}, "etcd-server", []),
     "etcd/peer": ("etcd/ca", {SERVER_AUTH, CLIENT_AUTH}, "etcd-peer", []),
     "etcd/healthcheck-client": ("etcd/ca", {CLIENT_AUTH}, "etcd-healthcheck-client", []),
@@ -517,3 +520,35 @@ def test_aggregated_apiserver_cert_names_the_service_inside_karmada_system():
     agg = next(p for p in pki.leaf_profiles(spec) if p.name == "karmada-aggregated-apiserver")
     assert "prod-aggregated-apiserver.karmada-system.svc" in agg.dns_names
     assert "prod-aggregated-apiserver.tenant-a.svc.cluster.local" in agg.dns_names
+
+
+def test_optional_aggregated_api_servers_get_serving_certs_only_when_enabled():
+    """karmada-search and karmada-metrics-adapter serve through the aggregator like the
+    aggregated apiserver (so their certificates name the karmada-system ExternalName too), and
+    get no certificate while switched off."""
+    spec = karmada_pki.parse_spec({"namespace": "tenant-a", "name": "prod",
+                                   "components": ["karmada-webhook", "karmada-search",
+                                                  "karmada-metrics-adapter"],
+                                   "searchServiceName": "prod-search"})
+    by_name = {p.name: p for p in karmada_pki.leaf_profiles(spec)}
+    assert "prod-search.karmada-system.svc" in by_name["karmada-search"].dns_names
+    assert "prod-search.tenant-a.svc.cluster.local" in by_name["karmada-search"].dns_names
+    assert "prod-metrics-adapter.karmada-system.svc" in by_name["karmada-metrics-adapter"].dns_names
+    # the webhook is called by its host-cluster name only
+    assert not [n for n in by_name["karmada-webhook"].dns_names if ".karmada-system." in n]
+
+    off = karmada_pki.parse_spec({"namespace": "tenant-a", "name": "prod", "components": ["karmada-webhook"]})
+    names = {p.name for p in karmada_pki.leaf_profiles(off)}
+    assert not names & {"karmada-search", "karmada-metrics-adapter",
+                        "karmada-search-client", "karmada-metrics-adapter-client"}
+
+
+def test_switching_search_on_and_off_touches_only_its_own_certificates(base):
+    components = [c for c in karmada_pki.COMPONENTS if c != "karmada-search"]
+    off = reconcile(existing=base.files, components=components)
+    assert {c["name"] for c in off.changes} == set()
+    assert "karmada-search.crt" not in off.files and "karmada-search.conf" not in off.files
+    on = reconcile(existing=off.files, components=list(karmada_pki.COMPONENTS))
+    assert {c["name"] for c in on.changes} == {"karmada-search", "karmada-search-client", "karmada-search.conf"}
+    unchanged = {k: v for k, v in off.files.items()}
+    assert all(on.files[k] == v for k, v in unchanged.items())

@@ -123,12 +123,52 @@ def test_pki_input_is_accepted_by_the_pki_module():
     assert "karmada-descheduler" not in spec.components
 
 
-def test_components_not_built_yet_are_refused_by_name():
+def test_search_and_metrics_adapter_serve_aggregated_apis_while_enabled():
     cr = sample()
+    plan = kp.build_plan(cr)
+    assert {a["name"]: a["present"] for a in plan["optionalAPIServices"]} == {
+        "v1alpha1.search.karmada.io": False, "v1beta1.metrics.k8s.io": False,
+        "v1beta1.custom.metrics.k8s.io": False, "v1beta2.custom.metrics.k8s.io": False}
+    assert "karmada-search" not in plan["pki"]["components"]
+
     cr["spec"]["components"]["search"] = {"enabled": True}
-    with pytest.raises(kp.PlanError) as err:
-        kp.build_plan(cr)
-    assert err.value.field == "spec.components.search.enabled"
+    cr["spec"]["components"]["metricsAdapter"] = {"enabled": True, "replicas": 2}
+    plan = kp.build_plan(cr)
+    search, adapter = comp(plan, "search"), comp(plan, "metricsAdapter")
+    assert {a["service"] for a in plan["optionalAPIServices"] if a["present"]} == {
+        "karmada-search", "karmada-metrics-adapter"}
+    assert {"karmada-search", "karmada-metrics-adapter"} <= set(plan["pki"]["components"])
+    assert plan["pki"]["search_service_name"] == search["service"] == "karmada-search"
+    # search keeps its ResourceRegistries in etcd: etcd client flags and files, like the aggregated apiserver
+    assert "--etcd-certfile=/etc/kubernetes/pki/apiserver-etcd-client.crt" in search["args"]
+    assert search["mounts"]["etcd"] == ["ca.crt"]
+    assert "--tls-cert-file=/etc/kubernetes/pki/karmada-search.crt" in search["args"]
+    assert not [a for a in adapter["args"] if a.startswith("--etcd")]
+    assert adapter["pkiFiles"] == ["ca.crt", "karmada-metrics-adapter.crt", "karmada-metrics-adapter.key"]
+    assert adapter["pod"]["replicas"] == 2
+
+
+def test_external_etcd_clients_mount_no_operator_etcd_files():
+    cr = sample()
+    cr["spec"]["etcd"] = {"external": {"endpoints": ["https://etcd.example.test:2379"],
+                                       "tlsSecretRef": {"name": "ext-etcd"}}}
+    plan = kp.build_plan(cr)
+    agg = comp(plan, "aggregatedAPIServer")
+    assert agg["mounts"]["etcd"] == [] and "apiserver-etcd-client.crt" not in agg["pkiFiles"]
+    assert "apiserver-etcd-client.key" not in plan["apiserver"]["pkiFiles"]
+
+
+def test_mounts_hash_follows_only_the_keys_a_pod_reads():
+    groups = {"pki": {"ca.crt": "CA", "karmada-search.crt": "S1", "karmada-webhook.crt": "W"},
+              "kubeconfig": {"karmada-search.conf": "K"}, "etcd": {"ca.crt": "E"}}
+    mounts = {"pki": ["ca.crt", "karmada-search.crt"], "kubeconfig": ["karmada-search.conf"], "etcd": []}
+    before = kp.mounts_hash(groups, mounts)
+    groups["pki"]["karmada-webhook.crt"] = "W2"  # another pod's certificate
+    assert kp.mounts_hash(groups, mounts) == before
+    groups["pki"]["karmada-search.crt"] = "S2"  # its own
+    assert kp.mounts_hash(groups, mounts) != before
+    with pytest.raises(KeyError, match="karmada-search.key"):
+        kp.mounts_hash(groups, {"pki": ["karmada-search.key"]})
 
 
 def test_control_plane_hash_ignores_members_pause_and_deletion_policy_only():
