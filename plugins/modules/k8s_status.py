@@ -39,6 +39,12 @@ options:
     type: list
     elements: dict
     default: []
+  observed_generation:
+    description:
+      - The generation the caller acted on (the object as the run read it), stamped on the
+        conditions and status.observedGeneration. Default the object's current generation,
+        which claims a spec edit made while the run was going on as seen.
+    type: int
   kubeconfig:
     description: Path of a kubeconfig; default is the in-cluster config, then K8S_AUTH_KUBECONFIG, then ~/.kube/config.
     type: path
@@ -105,6 +111,7 @@ def main() -> None:
             "status": {"type": "dict", "default": {}},
             "conditions": {"type": "list", "elements": "dict", "default": []},
             "kubeconfig": {"type": "path"},
+            "observed_generation": {"type": "int"},
         },
         supports_check_mode=True,
     )
@@ -126,7 +133,10 @@ def main() -> None:
         module.fail_json(msg=f"reading {p['kind']} {p['name']}: {exc.status} {exc.reason}")
     current = obj.get("status") or {}
     try:
-        new = status_patch(current, p["status"], p["conditions"], obj["metadata"].get("generation"))
+        generation = p["observed_generation"]
+        if generation is None:
+            generation = obj["metadata"].get("generation")
+        new = status_patch(current, p["status"], p["conditions"], generation)
     except ConditionError as exc:
         module.fail_json(msg=str(exc))
     if new is None:
