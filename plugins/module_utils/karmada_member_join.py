@@ -409,8 +409,12 @@ class Joiner:
 
     def __init__(self, spec: MemberSpec, clients: Clients, agent: AgentSettings | None = None,
                  ca: tuple[str, str] | None = None, wait: float = 180, poll: float = 2,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, teardown: bool = False):
         self.spec = spec
+        # The whole Karmada is being deleted: once Karmada has withdrawn the work (the execution
+        # namespace is gone), its remaining bookkeeping (bindings still naming the cluster) is
+        # not waited for.
+        self.teardown = teardown
         self.clients = clients
         self.agent = agent
         self.ca = ca  # (ca.crt PEM, ca.key PEM) of the Karmada CA, for the Pull agent's certificate
@@ -424,6 +428,12 @@ class Joiner:
     def _apply(self, kube: Kube, obj: dict, where: str) -> dict:
         if obj["kind"] == "Namespace":
             self._namespace_not_terminating(kube, obj["metadata"]["name"], where)
+            existing = kube.get("v1", "Namespace", obj["metadata"]["name"])
+            if existing is not None:
+                # Never take over a namespace that is there already (karmada-system of a member
+                # that runs other things, or the host cluster joined as a member): only the ones
+                # this operator created carry its label, and only those are deleted on unjoin.
+                return existing
         out, changed = kube.apply(obj)
         if changed:
             meta = obj["metadata"]
@@ -449,6 +459,15 @@ class Joiner:
         if kube.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")):
             self.result.changed = True
             self.result.changes.append(f"{where}: deleted {obj['kind']} {meta['name']}")
+
+    def _delete_ours(self, kube: Kube, obj: dict, where: str) -> None:
+        """Delete ``obj`` only if this operator made it (its managed-by label): a well-known name
+        (karmada-agent, karmada-system) in a member may belong to someone else."""
+        meta = obj["metadata"]
+        current = kube.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+        labels = ((current or {}).get("metadata") or {}).get("labels") or {}
+        if current is not None and all(labels.get(k) == v for k, v in MANAGED_BY.items()):
+            self._delete(kube, obj, where)
 
     def _until(self, check: Callable[[], Any], timeout: float) -> Any:
         deadline = time.monotonic() + timeout
@@ -647,12 +666,21 @@ class Joiner:
             karmada.delete(CLUSTER_API, "Cluster", name)
             self.result.changed = True
             self.result.changes.append(f"karmada: deleted Cluster {name}")
-            gone = self._until(lambda: karmada.get(CLUSTER_API, "Cluster", name) is None, self.wait)
-            if not gone:
+            def gone() -> bool:
+                if karmada.get(CLUSTER_API, "Cluster", name) is None:
+                    return True
+                return self.teardown and karmada.get("v1", "Namespace", execution_namespace(name)) is None
+
+            if not self._until(gone, self.wait):
                 # Karmada could not withdraw its work (typically: the member is unreachable).
                 karmada.merge_patch(CLUSTER_API, "Cluster", name, {"metadata": {"finalizers": None}})
                 notes.append(f"Karmada did not finish withdrawing work from {name} within {self.wait:.0f}s; "
                              f"the Cluster was removed anyway and workloads may remain in the member")
+            elif karmada.get(CLUSTER_API, "Cluster", name) is not None:
+                # teardown: the work is withdrawn; release the Cluster from Karmada's bookkeeping
+                karmada.merge_patch(CLUSTER_API, "Cluster", name, {"metadata": {"finalizers": None}})
+                self.result.changes.append(f"karmada: released Cluster {name} (work withdrawn, Karmada is "
+                                           f"being deleted)")
         for obj in karmada_push_secrets(name, b"", b"", b"") + karmada_agent_rbac(name)[2:]:
             self._delete(karmada, obj, "karmada")
         # Member side (and a Host-placed agent): best effort, reported.
@@ -664,19 +692,7 @@ class Joiner:
                     self.result.changed = True
                     self.result.changes.append(f"host: deleted {kind} {obj_name}")
         try:
-            member = self._member_reachable()
-            for obj in reversed(member_push_objects(name) + member_agent_access(name)):
-                if obj["kind"] == "Namespace":
-                    continue
-                self._delete(member, obj, "member")
-            for ns_name in (CLUSTER_NAMESPACE, AGENT_NAMESPACE):
-                ns = member.get("v1", "Namespace", ns_name) or {}
-                if ((ns.get("metadata") or {}).get("labels") or {}).get("app.kubernetes.io/managed-by") \
-                        == MANAGED_BY["app.kubernetes.io/managed-by"]:
-                    self._delete(member, namespace(ns_name), "member")
-            for deployment in ("karmada-agent",):
-                self._delete(member, {"apiVersion": "apps/v1", "kind": "Deployment",
-                                      "metadata": {"name": deployment, "namespace": AGENT_NAMESPACE}}, "member")
+            self.clean_member(self._member_reachable())
         except MemberProblem as exc:
             if exc.reason in CREDENTIALS_GONE:
                 # No usable kubeconfig is left for a member taken out of spec: nothing can ever
@@ -695,6 +711,19 @@ class Joiner:
         self.result.state = "Unjoined"
         self.result.reason = "ForcedRemoval" if notes else "Unjoined"
         self.result.message = "; ".join(notes) or f"cluster {name} removed from Karmada and the member cleaned"
+
+    def clean_member(self, member: Kube) -> None:
+        """Remove from the member what a join put there: the agent, service accounts, RBAC, token
+        Secrets, and the namespaces this operator created (labelled by it; never one that was
+        there before the join, such as a karmada-system holding other things)."""
+        name = self.spec.name
+        agent = {"apiVersion": "apps/v1", "kind": "Deployment",
+                 "metadata": {"name": "karmada-agent", "namespace": AGENT_NAMESPACE}}
+        for obj in [agent, *reversed(member_push_objects(name) + member_agent_access(name))]:
+            if obj["kind"] != "Namespace":
+                self._delete_ours(member, obj, "member")
+        for ns_name in (CLUSTER_NAMESPACE, AGENT_NAMESPACE):
+            self._delete_ours(member, namespace(ns_name), "member")
 
     def _not_cleaned(self, notes: list[str], message: str) -> None:
         self.result.state = "Unjoining"

@@ -1,0 +1,90 @@
+"""What an unjoin removes from a member, against a real kube-apiserver standing in for it.
+
+The member already has a karmada-system namespace with somebody else's data in it and
+somebody else's karmada-agent (the host cluster joined as a member, or a cluster that runs
+other things there). Joining must not take that namespace over, and the unjoin must remove
+exactly what the operator made: its service accounts, RBAC, tokens and the namespaces it
+created, and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+
+import karmada_member_join as mj
+import pytest
+import yaml
+from karmada_kube import Kube
+
+from support import kube_apiserver
+
+
+@pytest.fixture(scope="module")
+def member(bin_path, tmp_path_factory):
+    server = kube_apiserver.start(bin_path("etcd"), bin_path("kube-apiserver"), bin_path("kubectl"),
+                                  tmp_path_factory.mktemp("member-apiserver"))
+    client = Kube.from_kubeconfig(yaml.safe_load(server.kubeconfig.read_text()))
+    try:
+        yield server, client
+    finally:
+        client.close()
+        server.stop()
+
+
+FOREIGN = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: karmada-system, labels: {team: platform}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: user-data, namespace: karmada-system}
+data: {keep: "me"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: karmada-agent, namespace: karmada-system, labels: {owner: another-karmada}}
+spec:
+  selector: {matchLabels: {app: other-agent}}
+  template:
+    metadata: {labels: {app: other-agent}}
+    spec: {containers: [{name: agent, image: example.test/agent:1}]}
+"""
+
+
+def names(server, *args) -> set[str]:
+    out = server.kubectl("get", *args, "-o", "json")
+    return {i["metadata"]["name"] for i in json.loads(out.stdout)["items"]}
+
+
+def test_unjoin_removes_only_what_the_join_made(member):
+    server, kube = member
+    server.kubectl("apply", "-f", "-", input_text=FOREIGN)
+    joiner = mj.Joiner(mj.MemberSpec(name="m1", sync_mode="Pull"), clients=None, wait=1, poll=0.1)
+
+    # what Push and Pull joins put into a member
+    for obj in mj.member_push_objects("m1") + mj.member_agent_access("m1"):
+        joiner._apply(kube, obj, "member")
+    system = json.loads(server.kubectl("get", "namespace", "karmada-system", "-o", "json").stdout)
+    assert system["metadata"]["labels"] == {"team": "platform", "kubernetes.io/metadata.name": "karmada-system"}
+    created = json.loads(server.kubectl("get", "namespace", "karmada-cluster", "-o", "json").stdout)
+    assert created["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "karmada-operator"
+    assert {"karmada-agent", "karmada-impersonator", "karmada-m1"} <= (
+        names(server, "serviceaccounts", "-n", "karmada-system") | names(server, "serviceaccounts", "-n",
+                                                                           "karmada-cluster"))
+
+    joiner.clean_member(kube)
+
+    # ours are gone (karmada-cluster is deleted; a bare apiserver has no namespace controller
+    # to finish it, so it stays Terminating) ...
+    assert "karmada-agent" not in names(server, "serviceaccounts", "-n", "karmada-system")
+    assert not {"karmada-agent", "karmada-controller-manager:karmada-m1"} & names(server, "clusterroles")
+    cluster_ns = json.loads(server.kubectl("get", "namespace", "karmada-cluster", "-o", "json",
+                                           check=False).stdout or "{}")
+    assert not cluster_ns or cluster_ns["status"]["phase"] == "Terminating"
+    # ... and what was there before is untouched
+    system = json.loads(server.kubectl("get", "namespace", "karmada-system", "-o", "json").stdout)
+    assert system["status"]["phase"] == "Active"
+    assert "user-data" in names(server, "configmaps", "-n", "karmada-system")
+    assert "karmada-agent" in names(server, "deployments", "-n", "karmada-system")
+    assert any("deleted" in c for c in joiner.result.changes)
