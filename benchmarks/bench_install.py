@@ -170,6 +170,23 @@ def quiet(ns: str, settle: float = 20) -> bool:
     return time.time() - latest >= settle
 
 
+def wait_ready(host, kind: str, ns: str, alive=None) -> tuple[dict | None, str]:
+    """Wait (up to TIMEOUT) for the one object of ``kind`` in ``ns`` to be Ready: (object, "")
+    or (None, why), the why naming its last Ready condition. ``alive`` false ends the wait."""
+    def ready():
+        if alive is not None and not alive():
+            return "exited"
+        obj = get(host, kind, ns)
+        return obj if obj and condition(obj, "Ready").get("status") == "True" else None
+
+    obj = baseline.wait_until(ready, TIMEOUT, 1)
+    if isinstance(obj, dict):
+        return obj, ""
+    last = condition(get(host, kind, ns) or {}, "Ready")
+    what = "the operator exited" if obj == "exited" else f"not Ready after {TIMEOUT:.0f} s"
+    return None, f"{what} (Ready={last.get('status')}, {last.get('reason')}: {last.get('message', '')[:300]})"
+
+
 def bench_ours(host, crds, work: Path, ns: str = NS_OURS, etcd_replicas: int = 3,
                measure_noop: bool = True) -> tuple[float | None, str]:
     """Returns (apply-to-Ready seconds or None, reason); prints the no-op reconcile line itself."""
@@ -193,13 +210,9 @@ def bench_ours(host, crds, work: Path, ns: str = NS_OURS, etcd_replicas: int = 3
         sample["spec"]["etcd"]["local"]["replicas"] = etcd_replicas
         start = time.monotonic()
         host.kubectl("apply", "-f", "-", input=yaml.safe_dump(sample))
-        obj = baseline.wait_until(
-            lambda: (o := get(host, "karmadadeployment", ns)) and condition(o, "Ready").get("status") == "True"
-            and o, TIMEOUT, 1)
+        obj, why = wait_ready(host, "karmadadeployment", ns)
         if obj is None:
-            last = condition(get(host, "karmadadeployment", ns) or {}, "Ready")
-            return None, (f"not Ready after {TIMEOUT:.0f} s (Ready={last.get('status')}, {last.get('reason')}: "
-                          f"{last.get('message', '')[:200]}); operator log {operator.log_path}")
+            return None, f"{why}; operator log {operator.log_path}"
         ready = time.monotonic() - start
         members = len(obj["status"].get("etcd", {}).get("members", []))
         say(f"  ours ({ns}): Ready in {ready:.1f} s, {members} etcd member(s), "
@@ -278,19 +291,9 @@ def bench_theirs(host, crds, work: Path, etcd_replicas: int = 1) -> tuple[float 
         cr = baseline.karmada_cr(NAME, NS_THEIRS, crds.url, images, etcd_replicas=etcd_replicas)
         start = time.monotonic()
         host.kubectl("apply", "-f", "-", input=json.dumps(cr))
-
-        def ready():
-            if not operator.running():
-                return "exited"
-            obj = get(host, "karmada", NS_THEIRS)
-            return obj if obj and condition(obj, "Ready").get("status") == "True" else None
-
-        obj = baseline.wait_until(ready, TIMEOUT, 1)
-        if obj is None or obj == "exited":
-            last = condition(get(host, "karmada", NS_THEIRS) or {}, "Ready")
-            what = "karmada-operator exited" if obj == "exited" else f"not Ready after {TIMEOUT:.0f} s"
-            return None, (f"{what} (Ready={last.get('status')}, {last.get('reason')}: "
-                          f"{last.get('message', '')[:300]}); log {operator.log_path}:\n{operator.log_tail()}")
+        obj, why = wait_ready(host, "karmada", NS_THEIRS, alive=operator.running)
+        if obj is None:
+            return None, f"{why}; log {operator.log_path}:\n{operator.log_tail()}"
         elapsed = time.monotonic() - start
         pods = sorted(p["metadata"]["name"] for p in host.get("pods", "-n", NS_THEIRS)["items"])
         say(f"  theirs: Ready, {len(pods)} pods: {' '.join(pods)}")
