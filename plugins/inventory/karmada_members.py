@@ -13,6 +13,8 @@ description:
     since they joined (C(status.members[].specHash) differs), go to group C(add_member).
     Members still registered in status (Joined, Joining, Unjoining, Failed) but gone from spec
     go to C(del_member). Joined and unchanged members go to C(members_joined).
+  - A KarmadaDeployment being deleted (C(metadata.deletionTimestamp) set) puts every member still
+    registered in status into C(del_member), spec or not, so its finalizer can unjoin them.
   - Every host is also in C(karmada_<namespace>_<name>) (its deployment, non-alphanumerics
     replaced by C(_)) and in C(push) or C(pull) (its sync mode).
   - The configuration file name must end with C(karmada_members.yml) or C(karmada_members.yaml).

@@ -182,7 +182,8 @@ def _deployment_groups(deployments: list[dict[str, Any]]) -> dict[tuple[str, str
 def build_inventory(deployments: list[dict[str, Any]]) -> MemberInventory:
     """Hosts and groups for every member of every KarmadaDeployment given.
 
-    Deployments without a name or namespace and member entries without a name are skipped;
+    A deployment with a deletionTimestamp contributes only its registered members, all to
+    ``del_member``. Deployments without a name or namespace and member entries without a name are skipped;
     order is stable (deployments by namespace/name, members in spec then status order).
     """
     inventory = MemberInventory()
@@ -194,7 +195,10 @@ def build_inventory(deployments: list[dict[str, Any]]) -> MemberInventory:
         owner = _owner(deployment)
         dep_group = groups_of[(owner["namespace"], owner["name"])]
         inventory.groups.setdefault(dep_group, [])
-        spec_members = _unique_names((deployment.get("spec") or {}).get("members") or [])
+        # A KarmadaDeployment being deleted keeps no member: every registered one is unjoined
+        # (its finalizer runs the member plays before the control plane goes).
+        deleting = bool((deployment.get("metadata") or {}).get("deletionTimestamp"))
+        spec_members = [] if deleting else _unique_names((deployment.get("spec") or {}).get("members") or [])
         status_members = {e["name"]: e for e in _unique_names((deployment.get("status") or {}).get("members") or [])}
         for member in spec_members:
             status = status_members.get(member["name"]) or {}

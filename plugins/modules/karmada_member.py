@@ -96,6 +96,14 @@ options:
     description: Seconds to wait for the Cluster to turn Ready (join) or to go (unjoin).
     type: int
     default: 180
+  teardown:
+    description:
+      - The whole Karmada is being deleted (state C(absent) only). Once Karmada has withdrawn the
+        member's work (its execution namespace is gone), the Cluster is released without waiting
+        for the rest of Karmada's bookkeeping (bindings still naming it), which cannot finish when
+        every cluster goes at once.
+    type: bool
+    default: false
   request_timeout:
     description: Seconds to wait for each API answer.
     type: int
@@ -200,6 +208,7 @@ def main() -> None:
             "pki_secret": {"type": "str", "default": ""},
             "agent": {"type": "dict", "default": {}},
             "wait_timeout": {"type": "int", "default": 180},
+            "teardown": {"type": "bool", "default": False},
             "request_timeout": {"type": "int", "default": 20},
         },
         supports_check_mode=False,
@@ -249,7 +258,7 @@ def main() -> None:
         if p["sync_mode"] == "Pull" and p["state"] == "present":
             ca = (secret_value(host, ns, p["pki_secret"], "ca.crt", "Pki"),
                   secret_value(host, ns, p["pki_secret"], "ca.key", "Pki"))
-        joiner = Joiner(spec, clients, agent=agent, ca=ca, wait=p["wait_timeout"])
+        joiner = Joiner(spec, clients, agent=agent, ca=ca, wait=p["wait_timeout"], teardown=p["teardown"])
         result = joiner.join() if p["state"] == "present" else joiner.unjoin()
         out = result.as_dict()
     except MemberProblem as exc:

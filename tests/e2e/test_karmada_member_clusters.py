@@ -378,3 +378,107 @@ def test_search_and_metrics_adapter_serve_their_apis_and_go_away_cleanly(
     assert {n: u for n, u in after_off.items() if n in before} == before, "disabling restarted other pods"
     pki = fleet.host.get("secret", f"{NAME}-pki", "-n", NS)["data"]
     assert "karmada-search.crt" not in pki and "karmada-metrics-adapter.crt" not in pki
+
+
+NODE_PORT = 31443
+HOST_MEMBER = {"name": "host", "kubeconfigSecretRef": {"name": "host-kubeconfig"}, "syncMode": "Pull",
+               "agentPlacement": "Member"}
+
+
+def sleeper(image: str) -> list[dict]:
+    """A Deployment that really runs (the host's kubelet has the test bed's busybox image) in namespace demo,
+    propagated to the member "host" only."""
+    labels = {"app": "sleeper"}
+    placement = {"clusterAffinity": {"clusterNames": ["host"]}}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "sleeper", "namespace": "demo"},
+         "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+             "metadata": {"labels": labels},
+             "spec": {"containers": [{"name": "sleeper", "image": image, "imagePullPolicy": "Never",
+                                      "command": ["sleep", "3600"]}]}}}},
+        {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+         "metadata": {"name": "demo-namespace"},
+         "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "Namespace", "name": "demo"}],
+                  "placement": placement}},
+        {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+         "metadata": {"name": "sleeper", "namespace": "demo"},
+         "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "sleeper"}],
+                  "placement": placement}},
+    ]
+
+
+def test_pull_member_with_its_agent_inside_runs_real_pods(fleet: Deployment):
+    """agentPlacement Member, the usual Pull setup: the host cluster (a real kubelet) joins as
+    member "host" with karmada-agent running inside it, dialing Karmada at the address the
+    spec publishes (a node port standing in for a balancer). Its workloads run as real pods.
+    Unjoining it removes the agent and leaves the member's own karmada-system namespace (where
+    this very Karmada runs) alone."""
+    host = fleet.host
+    node_ip = settings()["KO_NODE_IP"]
+    patch = {"spec": {"apiServer": {"serviceType": "NodePort", "nodePort": NODE_PORT,
+                                    "externalLoadBalancer": {"addresses": [node_ip], "port": NODE_PORT}}}}
+    host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p", yaml.safe_dump(patch))
+    fleet.wait_for(lambda: running_at_generation(fleet), 900, "Running behind the node port")
+
+    conf = yaml.safe_load(host.kubeconfig.read_text())
+    conf["clusters"][0]["cluster"]["server"] = f"https://{node_ip}:6443"
+    conf_file = fleet.work / "host-member.kubeconfig"
+    conf_file.write_text(yaml.safe_dump(conf))
+    host.kubectl("create", "secret", "generic", "host-kubeconfig", "-n", NS, f"--from-file=kubeconfig={conf_file}")
+    members = {"spec": {"members": MEMBERS + [HOST_MEMBER]}}
+    host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p", yaml.safe_dump(members))
+    fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3", "host"), 900, "host joined")
+    agent = host.get("deployment", "karmada-agent", "-n", "karmada-system")
+    assert agent["status"].get("readyReplicas") == 1
+    entry = next(m for m in fleet.get()["status"]["members"] if m["name"] == "host")
+    assert (entry["syncMode"], entry["agentPlacement"]) == ("Pull", "Member")
+    assert clusters(fleet)["host"]["spec"]["syncMode"] == "Pull"
+    # joining did not take over the member's existing karmada-system namespace
+    labels = host.get("namespace", "karmada-system")["metadata"].get("labels", {})
+    assert labels.get("app.kubernetes.io/managed-by") != "karmada-operator", labels
+
+    fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all(sleeper(host.busybox_image)))
+
+    def sleeper_running():
+        out = host.kubectl("get", "pods", "-n", "demo", "-l", "app=sleeper", "-o", "yaml", check=False)
+        pods = yaml.safe_load(out.stdout)["items"] if out.returncode == 0 else []
+        return pods if pods and all(p["status"].get("phase") == "Running" for p in pods) else None
+
+    pods = fleet.wait_for(sleeper_running, 300, "the sleeper pod Running in the host member")
+    assert pods[0]["spec"]["nodeName"] == settings()["KO_NODE_NAME"]
+
+    set_members(fleet, "member1", "member2", "member3")
+    fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 600, "host unjoined")
+    assert host.kubectl("get", "deployment", "karmada-agent", "-n", "karmada-system", check=False).returncode != 0
+    assert host.kubectl("get", "clusterrole", "karmada-agent", check=False).returncode != 0
+    fleet.wait_for(lambda: host.kubectl("get", "deployment", "sleeper", "-n", "demo", check=False).returncode != 0,
+                   120, "the sleeper withdrawn from the host member")
+    assert host.get("namespace", "karmada-system")["status"]["phase"] == "Active"
+    assert condition(fleet.get(), "Ready")["status"] == "True"
+    fleet.karmadactl("delete", "-f", "-", input=yaml.safe_dump_all(sleeper(host.busybox_image)), check=False)
+    host.kubectl("delete", "secret", "host-kubeconfig", "-n", NS, check=False)
+
+
+def test_deleting_the_deployment_unjoins_every_member_first(
+        fleet: Deployment, member_clusters: list[MemberCluster]):
+    """The finalizer unjoins the members through Karmada (their workloads are withdrawn, the
+    member-side service accounts and roles removed) before the control plane goes."""
+    members = by_name(member_clusters)
+    assert bookinfo_running(members["member1"]) and bookinfo_running(members["member3"])
+    start = time.monotonic()
+    fleet.host.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--wait=false")
+    fleet.wait_for(lambda: fleet.host.kubectl("get", "karmadadeployment", NAME, "-n", NS,
+                                              check=False).returncode != 0, 900, "the KarmadaDeployment gone")
+    print(f"\ndelete with 3 members: {time.monotonic() - start:.0f}s")
+    # withdrawn by Karmada, so the unjoin ran while the control plane was still there
+    assert bookinfo_absent(members["member1"]) and bookinfo_absent(members["member3"])
+    for name in ("member1", "member2"):
+        assert members[name].kubectl("get", "clusterrole", f"karmada-controller-manager:karmada-{name}",
+                                     check=False).returncode != 0, name
+        assert members[name].kubectl("get", "serviceaccount", "karmada-impersonator", "-n", "karmada-cluster",
+                                     check=False).returncode != 0, name
+    assert members["member3"].kubectl("get", "clusterrole", "karmada-agent", check=False).returncode != 0
+    assert fleet.host.kubectl("get", "deployment", f"{NAME}-agent-member3", "-n", NS,
+                              check=False).returncode != 0
+    assert fleet.host.kubectl("get", "deployment", f"{NAME}-apiserver", "-n", NS, check=False).returncode != 0

@@ -107,6 +107,18 @@ def test_member_removed_from_spec_is_deleted_with_vars_from_status():
     assert hv["karmada_member_state"] == "Joined"
 
 
+def test_a_deployment_being_deleted_unjoins_every_registered_member():
+    kept, fresh = member("kept"), member("fresh")
+    dep = deployment(members=[kept, fresh], status_members=[joined(kept) | {"kubeconfigSecretRef": {"name": "kc"}},
+                                                          {"name": "fresh", "state": "Pending"}])
+    dep["metadata"]["deletionTimestamp"] = "2026-12-01T05:00:00Z"
+    inv = km.build_inventory([dep])
+    assert inv.groups["del_member"] == ["karmada-system/karmada/kept"]
+    assert inv.groups["add_member"] == [] and inv.groups["members_joined"] == []
+    assert "karmada-system/karmada/fresh" not in inv.hosts  # never registered: nothing to undo
+    assert inv.hosts["karmada-system/karmada/kept"]["karmada_member_action"] == "delete"
+
+
 @pytest.mark.parametrize("state", ["Joined", "Joining", "Unjoining", "Failed"])
 def test_every_registered_state_is_unjoined_when_removed(state):
     inv = km.build_inventory([deployment(status_members=[{"name": "m", "state": state}])])
