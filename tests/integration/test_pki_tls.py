@@ -251,7 +251,9 @@ def test_openssl_verifies_each_leaf_against_its_own_ca_only(pki):
     root, result = pki
     ca_files = {ca_id: root / f"{stem}.crt" for ca_id, (stem, _, _) in karmada_pki.CAS.items()}
     leaves = [c for c in result.certificates if c["issuer"] in ca_files]
-    assert len(leaves) == 4 + len(karmada_pki.COMPONENTS) + 2 + 3
+    # 4 base leaves, a client per component, 4 serving (aggregated apiserver, webhook, and search
+    # and metrics-adapter, which the default component list holds), 3 etcd
+    assert len(leaves) == 4 + len(karmada_pki.COMPONENTS) + 4 + 3
     for leaf in leaves:
         for ca_id, ca_file in ca_files.items():
             verdict = openssl_verify(ca_file, root / leaf["file"])
