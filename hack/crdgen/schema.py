@@ -8,7 +8,13 @@ names the field. `make generate` rewrites the YAML; `make lint` fails when it is
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
+
+# The component registry and the default versions live with the operator's code (one home).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
+import karmada_components as registry  # noqa: E402
 
 GROUP = "operator.karmada.io"
 VERSION = "v1alpha1"
@@ -25,16 +31,11 @@ QUANTITY = (r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
 IMAGE_REF_PART = r"^[a-z0-9]+([._/:-][a-z0-9]+)*$"
 TAG = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 
-# Component keys under spec.components, in install order; optional ones are off by default.
-CORE_COMPONENTS = [
-    "aggregatedAPIServer",
-    "kubeControllerManager",
-    "controllerManager",
-    "scheduler",
-    "webhook",
-]
-OPTIONAL_COMPONENTS = ["descheduler", "search", "metricsAdapter", "schedulerEstimator"]
-UPGRADABLE = ["etcd", "apiServer", *CORE_COMPONENTS, *OPTIONAL_COMPONENTS]
+
+
+def upgradable() -> list[str]:
+    """What spec.upgrade.components may list: etcd, the apiserver and every registry component."""
+    return ["etcd", "apiServer", *(c.key for c in registry.components())]
 
 
 def s(description: str, type_: str = "string", **kw: Any) -> Schema:
@@ -159,7 +160,7 @@ def image_override() -> Schema:
                           maxLength=255, pattern=IMAGE_REF_PART),
             "repository": s("Repository name under the registry, e.g. karmada-scheduler.",
                             maxLength=255, pattern=IMAGE_REF_PART),
-            "tag": s("Image tag, e.g. v1.18.2.", pattern=TAG),
+            "tag": s(f"Image tag, e.g. {registry.DEFAULT_KARMADA_VERSION}.", pattern=TAG),
         },
     )
 
@@ -201,24 +202,18 @@ def common_component_props(max_replicas: int = 100) -> Schema:
     }
 
 
-def component(name: str, optional: bool) -> Schema:
+def component(comp: registry.Component) -> Schema:
     props = common_component_props()
-    if optional:
-        props = {"enabled": s(f"Deploy {name} (off by default).", "boolean", default=False), **props}
-    return obj(f"Settings of {name}.", props)
-
-
-COMPONENT_NAMES = {
-    "aggregatedAPIServer": "karmada-aggregated-apiserver",
-    "kubeControllerManager": "kube-controller-manager (for karmada-apiserver)",
-    "controllerManager": "karmada-controller-manager",
-    "scheduler": "karmada-scheduler",
-    "webhook": "karmada-webhook",
-    "descheduler": "karmada-descheduler",
-    "search": "karmada-search",
-    "metricsAdapter": "karmada-metrics-adapter",
-    "schedulerEstimator": "karmada-scheduler-estimator (one per member)",
-}
+    if comp.optional:
+        props = {"enabled": s(f"Deploy {comp.description} (off by default).", "boolean", default=False), **props}
+    out = obj(f"Settings of {comp.description}.", props)
+    if not comp.installable:
+        # Kept in the API for the work that will run it; refused until then rather than ignored.
+        out["x-kubernetes-validations"] = [cel(
+            "!has(self.enabled) || !self.enabled",
+            f"{comp.description} is not installed by this operator version yet; leave enabled false",
+            fieldPath=".enabled")]
+    return out
 
 
 def etcd_schema() -> Schema:
@@ -243,7 +238,7 @@ def etcd_schema() -> Schema:
         {
             "replicas": s("Members: 1, 3, 5 or 7 (odd, to keep a quorum).", "integer", enum=[1, 3, 5, 7],
                           default=3),
-            "version": s("etcd image tag, e.g. 3.6.6-0.", pattern=TAG),
+            "version": s(f"etcd image tag, e.g. {registry.DEFAULT_ETCD_TAG}.", pattern=TAG),
             "image": image_override(),
             "storage": {**storage, "default": {}},
             "resources": resources(),
@@ -408,28 +403,21 @@ def conditions() -> Schema:
 
 
 def karmada_deployment_spec() -> Schema:
-    components = {
-        key: component(COMPONENT_NAMES[key], key in OPTIONAL_COMPONENTS)
-        for key in [*CORE_COMPONENTS, *OPTIONAL_COMPONENTS]
-    }
-    # Kept in the API for the member work that will run it; refused until then rather than ignored.
-    components["schedulerEstimator"]["x-kubernetes-validations"] = [cel(
-        "!has(self.enabled) || !self.enabled",
-        "karmada-scheduler-estimator (one per member) is not installed by this operator version yet; "
-        "leave enabled false", fieldPath=".enabled")]
+    components = {comp.key: component(comp) for comp in registry.components()}
     return obj(
         "Desired Karmada control plane.",
         {
-            "karmadaVersion": s("Karmada version for the whole plane.", pattern=SEMVER, default="v1.18.2"),
+            "karmadaVersion": s("Karmada version for the whole plane.", pattern=SEMVER,
+                                default=registry.DEFAULT_KARMADA_VERSION),
             "kubernetesVersion": s("Kubernetes version of karmada-apiserver and kube-controller-manager.",
-                                   pattern=SEMVER, default="v1.34.12"),
+                                   pattern=SEMVER, default=registry.DEFAULT_KUBERNETES_VERSION),
             "images": obj(
                 "Where images come from (air-gapped installs point these at a mirror).",
                 {
                     "karmadaRegistry": s("Registry for Karmada images.", maxLength=255, pattern=IMAGE_REF_PART,
-                                         default="docker.io/karmada"),
+                                         default=registry.DEFAULT_KARMADA_REGISTRY),
                     "kubernetesRegistry": s("Registry for Kubernetes and etcd images.", maxLength=255,
-                                            pattern=IMAGE_REF_PART, default="registry.k8s.io"),
+                                            pattern=IMAGE_REF_PART, default=registry.DEFAULT_KUBERNETES_REGISTRY),
                     "pullPolicy": s("Image pull policy of every workload.",
                                     enum=["Always", "IfNotPresent", "Never"], default="IfNotPresent"),
                     "pullSecrets": arr("Image pull secrets (same namespace).", local_ref("a pull Secret"),
@@ -469,7 +457,7 @@ def karmada_deployment_spec() -> Schema:
                     "strategy": s("Full: every component in a safe order. Components: only those listed.",
                                   enum=["Full", "Components"], default="Full"),
                     "components": arr("Components that move with strategy Components.",
-                                      s("Component key.", enum=UPGRADABLE), maxItems=len(UPGRADABLE),
+                                      s("Component key.", enum=upgradable()), maxItems=len(upgradable()),
                                       **{"x-kubernetes-list-type": "set"}),
                 },
                 default={},

@@ -15,7 +15,7 @@ _MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
 if _MODULE_UTILS not in sys.path:
     sys.path.append(_MODULE_UTILS)
 
-from karmada_kubeconfig import server_of, with_server  # noqa: E402
+from karmada_kubeconfig import with_server  # noqa: E402
 from karmada_members import members_status  # noqa: E402
 from karmada_observed import component_status, etcd_status, failure_message, pick  # noqa: E402
 from karmada_plan import config_hash, mounts_hash  # noqa: E402
@@ -56,7 +56,6 @@ class FilterModule:
     def filters(self):
         return {
             "karmada_kubeconfig_server": kubeconfig_with_server,
-            "karmada_kubeconfig_server_of": server_of,
             "karmada_config_hash": config_hash,
             "karmada_mounts_hash": secret_mounts_hash,
             "karmada_b64_values": b64_values,

@@ -26,7 +26,10 @@ from typing import Any
 
 import yaml
 
-DEFAULT_URL_TEMPLATE = "https://github.com/karmada-io/karmada/releases/download/{version}/crds.tar.gz"
+try:
+    from ansible.module_utils.karmada_components import CRDS_URL_TEMPLATE as DEFAULT_URL_TEMPLATE
+except ImportError:  # unit tests import module_utils directly
+    from karmada_components import CRDS_URL_TEMPLATE as DEFAULT_URL_TEMPLATE  # type: ignore[no-redef]
 TARBALL_NAME = "crds.tar.gz"
 TOP_DIR = "crds"
 # A release tarball is ~100 KiB compressed, ~1 MiB unpacked; refuse anything far larger.

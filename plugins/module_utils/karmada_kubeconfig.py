@@ -22,8 +22,3 @@ def with_server(kubeconfig: str, server: str, tls_server_name: str = "") -> str:
         else:
             cluster.pop("tls-server-name", None)
     return yaml.safe_dump(data, sort_keys=False)
-
-
-def server_of(kubeconfig: str) -> str:
-    data = yaml.safe_load(kubeconfig) or {}
-    return ((data.get("clusters") or [{}])[0].get("cluster") or {}).get("server", "")

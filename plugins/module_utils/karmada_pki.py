@@ -39,16 +39,19 @@ ECDSA_SIZES = {256: ec.SECP256R1, 384: ec.SECP384R1}
 CURVE_SIZES = {"secp256r1": 256, "secp384r1": 384}
 BACKDATE = dt.timedelta(minutes=5)  # tolerate small clock skew between nodes
 
-COMPONENTS = (
-    "karmada-controller-manager",
-    "karmada-scheduler",
-    "kube-controller-manager",
-    "karmada-aggregated-apiserver",
-    "karmada-webhook",
-    "karmada-descheduler",
-    "karmada-search",
-    "karmada-metrics-adapter",
-)
+try:
+    from ansible.module_utils import karmada_components
+except ImportError:  # unit tests import module_utils directly
+    import karmada_components  # type: ignore[no-redef]
+
+
+
+def known_components() -> tuple[str, ...]:
+    """Every component gets a client certificate and a kubeconfig (the registry's install order)."""
+    return tuple(c.binary for c in karmada_components.installable())
+
+
+COMPONENTS = known_components()
 
 # Namespace inside karmada-apiserver that holds Karmada's own system objects.
 KARMADA_SYSTEM_NAMESPACE = "karmada-system"
@@ -104,10 +107,8 @@ class PkiSpec:
     etcd_client_service: str
     apiserver_service: str
     apiserver_port: int
-    aggregated_apiserver_service: str
-    webhook_service: str
-    search_service: str
-    metrics_adapter_service: str
+    # component -> Service of its serving certificate (components of the set that serve only)
+    serving_services: dict[str, str]
     lb_addresses: tuple[str, ...]
     lb_dns_names: tuple[str, ...]
     lb_port: int
@@ -263,6 +264,23 @@ def _timestamp(value: Any, path: str) -> dt.datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
+def _serving_services(data: Mapping[str, Any], name: str, components: tuple[str, ...]) -> dict[str, str]:
+    """Serving certificates of the components of the set that serve (registry), by Service name.
+
+    ``servingServices`` (component -> Service) overrides the default ``<name>-<suffix>``.
+    """
+    given = _section(data, "servingServices")
+    registered = karmada_components.by_binary()
+    for comp in given:
+        if comp not in registered or not registered[comp].serving:
+            raise PkiInputError(f"servingServices.{comp}", "not a component with a serving certificate")
+    return {
+        comp: validate_dns_name(str(given.get(comp) or f"{name}-{registered[comp].suffix}"),
+                                f"servingServices.{comp}")
+        for comp in components if registered[comp].serving
+    }
+
+
 def _url(host: str, port: int) -> str:
     return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
 
@@ -289,12 +307,14 @@ def parse_spec(data: Mapping[str, Any]) -> PkiSpec:
     in_cluster = _url(f"{api_service}.{namespace}.svc.{domain}", api_port)
     lb_hosts = lb_dns + lb_addresses
     admin_url = str(api.get("adminServerURL") or (_url(lb_hosts[0], lb_port) if lb_hosts else in_cluster))
-    components = tuple(data.get("components") or COMPONENTS)
+    known = known_components()
+    components = tuple(data.get("components") or known)
     for i, comp in enumerate(components):
-        if comp not in COMPONENTS:
+        if comp not in known:
             raise PkiInputError(
-                f"components[{i}]", f"unknown component {comp!r}; known: {', '.join(COMPONENTS)}"
+                f"components[{i}]", f"unknown component {comp!r}; known: {', '.join(known)}"
             )
+    serving = _serving_services(data, name, components)
     ca_validity, leaf_validity, renew_before = _validity(certs)
     force = tuple(_str_list(data, "forceRenew", "forceRenew"))
     return PkiSpec(
@@ -310,19 +330,7 @@ def parse_spec(data: Mapping[str, Any]) -> PkiSpec:
         ),
         apiserver_service=api_service,
         apiserver_port=api_port,
-        aggregated_apiserver_service=validate_dns_name(
-            _get(data, "aggregatedApiServerServiceName", f"{name}-aggregated-apiserver"),
-            "aggregatedApiServerServiceName",
-        ),
-        webhook_service=validate_dns_name(
-            _get(data, "webhookServiceName", f"{name}-webhook"), "webhookServiceName"
-        ),
-        search_service=validate_dns_name(
-            _get(data, "searchServiceName", f"{name}-search"), "searchServiceName"
-        ),
-        metrics_adapter_service=validate_dns_name(
-            _get(data, "metricsAdapterServiceName", f"{name}-metrics-adapter"), "metricsAdapterServiceName"
-        ),
+        serving_services=serving,
         lb_addresses=lb_addresses,
         lb_dns_names=lb_dns,
         lb_port=lb_port,
@@ -530,18 +538,10 @@ def leaf_profiles(spec: PkiSpec) -> list[LeafProfile]:
         profiles.append(
             LeafProfile(f"{comp}-client", "ca", f"system:karmada:{comp}", CLIENT, ("system:masters",))
         )
-    serving = {
-        "karmada-aggregated-apiserver": spec.aggregated_apiserver_service,
-        "karmada-webhook": spec.webhook_service,
-    }
-    # The optional aggregated API servers get a serving certificate only when they run.
-    if "karmada-search" in spec.components:
-        serving["karmada-search"] = spec.search_service
-    if "karmada-metrics-adapter" in spec.components:
-        serving["karmada-metrics-adapter"] = spec.metrics_adapter_service
-    for comp, service in serving.items():
+    aggregated = {c.binary for c in karmada_components.components() if c.api_services}
+    for comp, service in spec.serving_services.items():
         sans = service_names(service, ns, domain) + _local()
-        if comp != "karmada-webhook" and ns != KARMADA_SYSTEM_NAMESPACE:
+        if comp in aggregated and ns != KARMADA_SYSTEM_NAMESPACE:
             # karmada-apiserver's aggregator dials the APIService's Service inside Karmada
             # (an ExternalName in karmada-system) and checks the certificate against that name.
             sans += service_names(service, KARMADA_SYSTEM_NAMESPACE, domain)

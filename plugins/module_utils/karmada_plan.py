@@ -13,46 +13,42 @@ import hashlib
 import json
 from typing import Any
 
-DEFAULT_KARMADA_VERSION = "v1.18.2"
-DEFAULT_KUBERNETES_VERSION = "v1.34.12"
-DEFAULT_ETCD_TAG = "3.6.6-0"
+try:
+    from ansible.module_utils import karmada_components
+    from ansible.module_utils.karmada_components import (
+        CRDS_URL_TEMPLATE,
+        DEFAULT_ETCD_TAG,
+        DEFAULT_KARMADA_REGISTRY,
+        DEFAULT_KARMADA_VERSION,
+        DEFAULT_KUBERNETES_REGISTRY,
+        DEFAULT_KUBERNETES_VERSION,
+        KUBECONFIG_DIR,
+        KUBECONFIG_FILE,
+        PKI_DIR,
+        SERVING_DIR,
+    )
+except ImportError:  # unit tests and hack/crdgen import module_utils directly
+    import karmada_components  # type: ignore[no-redef]
+    from karmada_components import (  # type: ignore[no-redef]
+        CRDS_URL_TEMPLATE,
+        DEFAULT_ETCD_TAG,
+        DEFAULT_KARMADA_REGISTRY,
+        DEFAULT_KARMADA_VERSION,
+        DEFAULT_KUBERNETES_REGISTRY,
+        DEFAULT_KUBERNETES_VERSION,
+        KUBECONFIG_DIR,
+        KUBECONFIG_FILE,
+        PKI_DIR,
+        SERVING_DIR,
+    )
+
 ETCD_CLIENT_PORT = 2379
 ETCD_PEER_PORT = 2380
 ETCD_METRICS_PORT = 2381
 APISERVER_PORT = 5443
 # Inside karmada-apiserver (the Karmada "cluster"), not the host cluster.
 KARMADA_SERVICE_CIDR = "10.96.0.0/12"
-PKI_DIR = "/etc/kubernetes/pki"
-ETCD_PKI_DIR = "/etc/kubernetes/pki/etcd"
-KUBECONFIG_DIR = "/etc/kubernetes/config"
-
-# spec.components key -> (component name, binary or None for kube images, default replicas)
-COMPONENTS: dict[str, tuple[str, str]] = {
-    "aggregatedAPIServer": ("aggregated-apiserver", "karmada-aggregated-apiserver"),
-    "kubeControllerManager": ("kube-controller-manager", "kube-controller-manager"),
-    "controllerManager": ("controller-manager", "karmada-controller-manager"),
-    "scheduler": ("scheduler", "karmada-scheduler"),
-    "webhook": ("webhook", "karmada-webhook"),
-    "descheduler": ("descheduler", "karmada-descheduler"),
-    "search": ("search", "karmada-search"),
-    "metricsAdapter": ("metrics-adapter", "karmada-metrics-adapter"),
-}
-OPTIONAL = {"descheduler", "search", "metricsAdapter"}
-# Components that serve an API through karmada-apiserver's aggregator:
-# spec.components key -> the (group, version, groupPriorityMinimum, versionPriority) they register.
-# cluster.karmada.io is always there (the karmada_resources role registers it); the others come
-# and go with their component.
-AGGREGATED_APIS: dict[str, list[tuple[str, str, int, int]]] = {
-    "aggregatedAPIServer": [("cluster.karmada.io", "v1alpha1", 2000, 10)],
-    "search": [("search.karmada.io", "v1alpha1", 2000, 10)],
-    "metricsAdapter": [("metrics.k8s.io", "v1beta1", 100, 200),
-                       ("custom.metrics.k8s.io", "v1beta1", 100, 200),
-                       ("custom.metrics.k8s.io", "v1beta2", 100, 200)],
-}
-# Components with their own serving certificate (file stem in the PKI Secret) behind a Service.
-SERVING = {"aggregatedAPIServer", "webhook", "search", "metricsAdapter"}
-# Components that keep objects in etcd themselves (next to karmada-apiserver's data).
-ETCD_CLIENTS = {"aggregatedAPIServer", "search"}
+ETCD_PKI_DIR = f"{PKI_DIR}/etcd"
 
 
 class PlanError(ValueError):
@@ -136,8 +132,8 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
     karmada_version = spec.get("karmadaVersion") or DEFAULT_KARMADA_VERSION
     kube_version = spec.get("kubernetesVersion") or DEFAULT_KUBERNETES_VERSION
     images = spec.get("images") or {}
-    karmada_registry = images.get("karmadaRegistry") or "docker.io/karmada"
-    kube_registry = images.get("kubernetesRegistry") or "registry.k8s.io"
+    karmada_registry = images.get("karmadaRegistry") or DEFAULT_KARMADA_REGISTRY
+    kube_registry = images.get("kubernetesRegistry") or DEFAULT_KUBERNETES_REGISTRY
     glob = spec.get("globals") or {}
 
     def svc_dns(service: str) -> str:
@@ -164,37 +160,12 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
     etcd = _etcd_plan(spec, name, ns, domain, kube_registry, names)
     apiserver = _apiserver_plan(spec, name, ns, domain, kube_registry, kube_version, names, etcd)
     apiserver["serviceDNS"] = svc_dns(names["apiserver"])
-    components = []
-    for key, (suffix, binary) in COMPONENTS.items():
-        comp = (spec.get("components") or {}).get(key) or {}
-        enabled = bool(comp.get("enabled", key not in OPTIONAL))
-        if key == "kubeControllerManager":
-            image = _image(kube_registry, "kube-controller-manager", kube_version, comp.get("image"))
-            command = ["kube-controller-manager"]
-        else:
-            image = _image(karmada_registry, binary, karmada_version, comp.get("image"))
-            command = [f"/bin/{binary}"]
-        deploy_name = f"{name}-{suffix}"
-        defaults = _component_defaults(key, name, ns, etcd)
-        components.append({
-            "key": key,
-            "name": deploy_name,
-            "component": binary,
-            "enabled": enabled,
-            "image": image,
-            "version": (comp.get("image") or {}).get("tag")
-            or (kube_version if key == "kubeControllerManager" else karmada_version),
-            "command": command,
-            "args": _args(defaults, comp.get("extraArgs"), _gates(spec, comp)),
-            "kubeconfigSecret": f"{name}-{suffix}-kubeconfig",
-            "service": deploy_name if key in SERVING else "",
-            "serviceDNS": svc_dns(deploy_name),
-            "pod": _pod(spec, comp, 1),
-            **_mounts(key, binary, etcd),
-            "apiServices": [{"name": f"{version}.{group}", "group": group, "version": version,
-                             "groupPriorityMinimum": group_min, "versionPriority": version_prio}
-                            for group, version, group_min, version_prio in AGGREGATED_APIS.get(key, [])],
-        })
+    components = [_component_plan(comp, spec, name, karmada_registry, kube_registry, karmada_version,
+                                  kube_version, etcd, svc_dns) for comp in karmada_components.installable()]
+    for comp in karmada_components.components():
+        if not comp.installable and ((spec.get("components") or {}).get(comp.key) or {}).get("enabled"):
+            raise PlanError(f"spec.components.{comp.key}.enabled",
+                            f"{comp.description} is not installed by this operator version")
 
     api = spec.get("apiServer") or {}
     lb = api.get("externalLoadBalancer") or {}
@@ -215,20 +186,24 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
         "apiserver": apiserver,
         "components": components,
         "enabledComponents": [c["name"] for c in components if c["enabled"]],
-        # The aggregated APIs of optional components, registered in karmada-apiserver while the
-        # component is enabled and removed when it is not (a dangling APIService breaks discovery).
-        "optionalAPIServices": [{**api, "service": c["service"], "present": c["enabled"]}
-                                for c in components if c["key"] in OPTIONAL for api in c["apiServices"]],
+        # The aggregated APIs, registered in karmada-apiserver while their component is enabled
+        # and removed when it is not (a dangling APIService breaks discovery).
+        "apiServices": [{**api, "service": c["service"], "present": c["enabled"], "optional": c["optional"]}
+                        for c in components for api in c["apiServices"]],
         "endpoints": {
             "inCluster": in_cluster,
             "external": external,
             # What generated kubeconfigs name: the balancer when there is one.
             "kubeconfigServer": external[0] if external else in_cluster,
         },
+        "paths": {"pki": PKI_DIR, "etcdPki": ETCD_PKI_DIR, "kubeconfigDir": KUBECONFIG_DIR,
+                  "servingDir": SERVING_DIR},
         "paused": bool(spec.get("paused", False)),
         "deletionPolicy": spec.get("deletionPolicy") or "Delete",
         "pki": _pki_input(spec, name, ns, domain, names, etcd, components),
-        "crds": spec.get("crds") or {},
+        "crds": {"url": (spec.get("crds") or {}).get("url")
+                 or CRDS_URL_TEMPLATE.replace("{version}", karmada_version),
+                 "sha256": (spec.get("crds") or {}).get("sha256") or ""},
         # karmada-agent for Pull members: same registry and version as the control plane.
         "agent": {
             "image": _image(karmada_registry, "karmada-agent", karmada_version, None),
@@ -291,7 +266,8 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
             "storageClassName": storage.get("storageClassName") or "",
             "hostPath": storage.get("hostPath") or "",
         },
-        "args": _args({}, local.get("extraArgs"), {}),
+        "args": _args({}, _open_args("spec.etcd.local.extraArgs", local.get("extraArgs"),
+                                     karmada_components.ETCD_CLOSED_ARGS), {}),
         "pod": _pod(spec, local, replicas),
     }
 
@@ -341,7 +317,8 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
         "serviceType": api.get("serviceType") or "ClusterIP",
         "nodePort": api.get("nodePort"),
         "port": APISERVER_PORT,
-        "args": _args(defaults, api.get("extraArgs"), _gates(spec, api)),
+        "args": _args(defaults, _open_args("spec.apiServer.extraArgs", api.get("extraArgs"),
+                                           karmada_components.APISERVER_CLOSED_ARGS), _gates(spec, api)),
         "pod": _pod(spec, api, int(api.get("replicas") or 1)),
         "externalLoadBalancer": {"addresses": list(lb.get("addresses") or []),
                                  "dnsNames": list(lb.get("dnsNames") or []), "port": int(lb.get("port") or 443)},
@@ -369,113 +346,81 @@ def _etcd_mounts(etcd: dict[str, Any]) -> tuple[list[str], list[str]]:
     return ["apiserver-etcd-client.crt", "apiserver-etcd-client.key"], ["ca.crt"]
 
 
-def _mounts(key: str, binary: str, etcd: dict[str, Any]) -> dict[str, Any]:
+def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], name: str, karmada_registry: str,
+                    kube_registry: str, karmada_version: str, kube_version: str, etcd: dict[str, Any],
+                    svc_dns: Any) -> dict[str, Any]:
+    """One plan.components entry, from the component's registry entry and its spec."""
+    cspec = (spec.get("components") or {}).get(comp.key) or {}
+    kube = comp.image_source == "kubernetes"
+    version = kube_version if kube else karmada_version
+    deploy_name = f"{name}-{comp.suffix}"
+    context = {"name": name, "pki": PKI_DIR, "kubeconfig": KUBECONFIG_FILE, "binary": comp.binary,
+               "port": comp.port, "service_cidr": KARMADA_SERVICE_CIDR}
+    defaults = {flag: value.format(**context) for flag, value in comp.args.items()}
+    if comp.etcd_client:
+        defaults.update(etcd_client_args(etcd))
+    return {
+        "key": comp.key,
+        "name": deploy_name,
+        "component": comp.binary,
+        "order": comp.order,
+        "step": comp.step,
+        "optional": comp.optional,
+        "enabled": bool(cspec.get("enabled", not comp.optional)),
+        "image": _image(kube_registry if kube else karmada_registry, comp.image_repository, version,
+                        cspec.get("image")),
+        "version": (cspec.get("image") or {}).get("tag") or version,
+        "command": comp.default_command,
+        "args": _args(defaults, _open_args(f"spec.components.{comp.key}.extraArgs", cspec.get("extraArgs"),
+                                           comp.closed_args), _gates(spec, cspec)),
+        "kubeconfigSecret": f"{name}-{comp.suffix}-kubeconfig",
+        "service": deploy_name if comp.serving else "",
+        "serviceDNS": svc_dns(deploy_name),
+        "port": comp.port,
+        "probes": [p.render() for p in comp.probes],
+        "pod": _pod(spec, cspec, 1),
+        **_mounts(comp, etcd),
+        "apiServices": [{"name": api.name, "group": api.group, "version": api.version,
+                         "groupPriorityMinimum": api.group_priority_minimum,
+                         "versionPriority": api.version_priority} for api in comp.api_services],
+    }
+
+
+def _open_args(field: str, extra: dict[str, str] | None, closed: dict[str, str]) -> dict[str, str]:
+    """extraArgs, refusing closed flags (the CRD refuses them too; this covers objects stored before)."""
+    for flag in sorted(extra or {}):
+        if flag in closed:
+            raise PlanError(f"{field}.{flag}", f"--{flag} is set by the operator and cannot be overridden: "
+                                               f"{closed[flag]}")
+    return dict(extra or {})
+
+
+def _mounts(comp: karmada_components.Component, etcd: dict[str, Any]) -> dict[str, Any]:
     """What a component mounts from the operator's Secrets.
 
-    ``pkiFiles`` go to /etc/kubernetes/pki, ``servingCert`` (webhook) to /var/serving-cert,
+    ``pkiFiles`` go to /etc/kubernetes/pki, ``servingCert`` (webhook) to SERVING_DIR,
     ``etcdFiles`` (the etcd CA) to /etc/kubernetes/pki/etcd; ``mounts`` lists every key per
     Secret group so a pod restarts when, and only when, something it reads changes.
     """
-    pki: list[str] = []
+    pki = list(comp.pki_files)
     etcd_files: list[str] = []
-    if key == "kubeControllerManager":
-        pki = ["ca.crt", "ca.key", "sa.key"]
-    elif key in {"descheduler", "metricsAdapter", "search", "aggregatedAPIServer"}:
-        pki = ["ca.crt"]
-    if key in SERVING and key != "webhook":
-        pki += [f"{binary}.crt", f"{binary}.key"]
-    if key in ETCD_CLIENTS:
+    if comp.serving and not comp.serving_dir:
+        pki += [f"{comp.binary}.crt", f"{comp.binary}.key"]
+    if comp.etcd_client:
         client, etcd_files = _etcd_mounts(etcd)
         pki += client
-    serving = "karmada-webhook" if key == "webhook" else ""
+    serving = comp.binary if comp.serving_dir else ""
     return {
         "pkiFiles": pki,
         "servingCert": serving,
-        "etcdClient": key in ETCD_CLIENTS,
+        "etcdClient": comp.etcd_client,
         "etcdFiles": etcd_files,
         "mounts": {
-            "kubeconfig": [f"{binary}.conf"],
+            "kubeconfig": [f"{comp.binary}.conf"],
             "pki": pki + ([f"{serving}.crt", f"{serving}.key"] if serving else []),
             "etcd": etcd_files,
         },
     }
-
-
-def _component_defaults(key: str, name: str, ns: str, etcd: dict[str, Any]) -> dict[str, Any]:
-    kubeconfig = f"{KUBECONFIG_DIR}/kubeconfig"
-    if key == "kubeControllerManager":
-        return {
-            "kubeconfig": kubeconfig,
-            "authentication-kubeconfig": kubeconfig,
-            "authorization-kubeconfig": kubeconfig,
-            "bind-address": "0.0.0.0",
-            "client-ca-file": f"{PKI_DIR}/ca.crt",
-            "cluster-name": name,
-            "cluster-signing-cert-file": f"{PKI_DIR}/ca.crt",
-            "cluster-signing-key-file": f"{PKI_DIR}/ca.key",
-            # Only what a Karmada control plane needs: there are no nodes behind it.
-            "controllers": "namespace,garbagecollector,serviceaccount-token,ttl-after-finished,bootstrapsigner,"
-                           "csrcleaner,csrsigning,clusterrole-aggregation",
-            "leader-elect": "true",
-            "root-ca-file": f"{PKI_DIR}/ca.crt",
-            "service-account-private-key-file": f"{PKI_DIR}/sa.key",
-            "service-cluster-ip-range": KARMADA_SERVICE_CIDR,
-            "use-service-account-credentials": "true",
-            "v": "2",
-        }
-    if key == "aggregatedAPIServer":
-        return {
-            "kubeconfig": kubeconfig,
-            "authentication-kubeconfig": kubeconfig,
-            "authorization-kubeconfig": kubeconfig,
-            "tls-cert-file": f"{PKI_DIR}/karmada-aggregated-apiserver.crt",
-            "tls-private-key-file": f"{PKI_DIR}/karmada-aggregated-apiserver.key",
-            "tls-min-version": "VersionTLS12",
-            "audit-log-path": "-",
-            "bind-address": "$(POD_IP)",
-            "secure-port": "443",
-            "v": "2",
-            # It keeps Cluster objects in etcd itself, next to karmada-apiserver's data.
-            **etcd_client_args(etcd),
-        }
-    if key == "webhook":
-        return {
-            "kubeconfig": kubeconfig,
-            "bind-address": "$(POD_IP)",
-            "metrics-bind-address": "$(POD_IP):8080",
-            "health-probe-bind-address": "$(POD_IP):8000",
-            "secure-port": "8443",
-            "cert-dir": "/var/serving-cert",
-            "v": "2",
-        }
-    common = {
-        "kubeconfig": kubeconfig,
-        "metrics-bind-address": "$(POD_IP):8080",
-        "leader-elect-resource-namespace": "karmada-system",
-        "v": "2",
-    }
-    if key == "controllerManager":
-        common.update({"health-probe-bind-address": "$(POD_IP):10357", "cluster-status-update-frequency": "10s"})
-    elif key == "scheduler":
-        common.update({"health-probe-bind-address": "$(POD_IP):10351", "enable-scheduler-estimator": "false"})
-    elif key == "descheduler":
-        common.update({"health-probe-bind-address": "$(POD_IP):10358",
-                       "scheduler-estimator-ca-file": f"{PKI_DIR}/ca.crt"})
-    elif key in {"search", "metricsAdapter"}:
-        binary = COMPONENTS[key][1]
-        # Aggregated API servers like karmada-aggregated-apiserver: TLS from our CA, delegated
-        # authentication and authorization against karmada-apiserver.
-        common = {"kubeconfig": kubeconfig, "authentication-kubeconfig": kubeconfig,
-                  "authorization-kubeconfig": kubeconfig, "client-ca-file": f"{PKI_DIR}/ca.crt",
-                  "bind-address": "$(POD_IP)", "secure-port": "443",
-                  "tls-cert-file": f"{PKI_DIR}/{binary}.crt", "tls-private-key-file": f"{PKI_DIR}/{binary}.key",
-                  "tls-min-version": "VersionTLS12", "audit-log-path": "-", "v": "2"}
-        if key == "search":
-            # ResourceRegistry objects live in etcd, next to karmada-apiserver's data.
-            common.update(etcd_client_args(etcd))
-        else:
-            common["metrics-bind-address"] = "$(POD_IP):8080"
-    return common
 
 
 def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dict[str, str],
@@ -487,7 +432,6 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
     """
     api = spec.get("apiServer") or {}
     certs = {k: v for k, v in (spec.get("certificates") or {}).items() if k != "caSecretRef"}
-    by_key = {c["key"]: c for c in components}
     return {
         "name": name,
         "namespace": ns,
@@ -505,9 +449,7 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
             "headlessServiceName": names["etcdPeerService"],
             "clientServiceName": names["etcdClientService"],
         },
-        "aggregated_apiserver_service_name": by_key["aggregatedAPIServer"]["name"],
-        "webhook_service_name": by_key["webhook"]["name"],
-        "search_service_name": by_key["search"]["name"],
-        "metrics_adapter_service_name": by_key["metricsAdapter"]["name"],
+        # Serving certificates: component -> its Service (only the enabled components).
+        "serving_services": {c["component"]: c["service"] for c in components if c["enabled"] and c["service"]},
         "components": [c["component"] for c in components if c["enabled"]],
     }

@@ -19,16 +19,16 @@ description:
     C(InvalidCrdTarball), C(InvalidCrdSource), C(InvalidCaBundle), C(CrdCacheUnwritable)).
 options:
   version:
-    description: Karmada version (C(v1.18.2)); builds the default URL when I(url) is empty.
+    description: Karmada version; builds the default URL when I(url) is empty.
     type: str
-    required: true
   url:
     description: URL of C(crds.tar.gz) (C(http://), C(https://) or C(file://)); a mirror for air-gapped sites.
     type: str
   url_template:
-    description: Default URL with C({version}) in it, used when I(url) is empty.
+    description:
+      - Default URL with C({version}) in it, used when I(url) is empty; default the release
+        asset (C(CRDS_URL_TEMPLATE) in plugins/module_utils/karmada_components.py).
     type: str
-    default: https://github.com/karmada-io/karmada/releases/download/{version}/crds.tar.gz
   sha256:
     description: Expected sha256 (hex) of the tarball; a mismatch fails.
     type: str
@@ -65,8 +65,7 @@ author: Karmada-Operator developers
 EXAMPLES = r"""
 - name: Karmada's CRDs, rendered
   karmada_crds:
-    version: v1.18.2
-    url: "{{ cr.spec.crds.url | default(omit) }}"
+    url: "{{ plan.crds.url }}"
     sha256: "{{ cr.spec.crds.sha256 | default(omit) }}"
     cache_dir: /tmp/karmada-operator/crds-cache
     ca_bundle: "{{ pki.files['ca.crt'] | b64encode }}"
@@ -122,9 +121,9 @@ from ansible.module_utils.karmada_crds import DEFAULT_URL_TEMPLATE, CrdSourceErr
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "version": {"type": "str", "required": True},
+            "version": {"type": "str", "default": ""},
             "url": {"type": "str"},
-            "url_template": {"type": "str", "default": DEFAULT_URL_TEMPLATE},
+            "url_template": {"type": "str"},
             "sha256": {"type": "str"},
             "cache_dir": {"type": "path", "required": True},
             "ca_bundle": {"type": "str", "required": True},
@@ -142,7 +141,7 @@ def main() -> None:
             version=p["version"], ca_bundle=p["ca_bundle"], webhook_service=p["webhook_service"],
             webhook_namespace=p["webhook_namespace"], cache_dir=p["cache_dir"], url=p["url"],
             sha256=p["sha256"], timeout=p["timeout"], validate_certs=p["validate_certs"], proxy=p["proxy"],
-            url_template=p["url_template"],
+            url_template=p["url_template"] or DEFAULT_URL_TEMPLATE,
         )
     except CrdSourceError as exc:
         module.fail_json(msg=str(exc), reason=exc.reason)

@@ -56,22 +56,14 @@ options:
         else at the in-cluster service URL; component kubeconfigs always use the in-cluster URL.
     type: dict
     default: {}
-  aggregated_apiserver_service_name:
-    description: Service name of karmada-aggregated-apiserver (default C(<name>-aggregated-apiserver)).
-    type: str
-  webhook_service_name:
-    description: Service name of karmada-webhook (default C(<name>-webhook)).
-    type: str
-  search_service_name:
+  serving_services:
     description:
-      - Service name of karmada-search (default C(<name>-search)); its serving certificate is issued
-        only when C(components) holds C(karmada-search).
-    type: str
-  metrics_adapter_service_name:
-    description:
-      - Service name of karmada-metrics-adapter (default C(<name>-metrics-adapter)); its serving
-        certificate is issued only when C(components) holds C(karmada-metrics-adapter).
-    type: str
+      - Service name per serving component (C(karmada-aggregated-apiserver), C(karmada-webhook),
+        C(karmada-search), C(karmada-metrics-adapter); default C(<name>-<component without karmada->)).
+      - A serving certificate is issued only for the components in C(components) that serve
+        (see plugins/module_utils/karmada_components.py).
+    type: dict
+    default: {}
   components:
     description: Components that get a client certificate and a kubeconfig. Default all known components.
     type: list
@@ -217,10 +209,7 @@ ARGUMENT_SPEC = {
     "cluster_domain": {"type": "str", "default": "cluster.local"},
     "etcd": {"type": "dict", "default": {}},
     "api_server": {"type": "dict", "default": {}},
-    "aggregated_apiserver_service_name": {"type": "str"},
-    "webhook_service_name": {"type": "str"},
-    "search_service_name": {"type": "str"},
-    "metrics_adapter_service_name": {"type": "str"},
+    "serving_services": {"type": "dict", "default": {}},
     "components": {"type": "list", "elements": "str"},
     "certificates": {"type": "dict", "default": {}},
     # not no_log: Ansible would then mask the same PEM text in the returned files; callers use no_log
@@ -247,10 +236,7 @@ def pki_input(params: dict) -> dict:
         "clusterDomain": params["cluster_domain"],
         "etcd": params["etcd"],
         "apiServer": params["api_server"],
-        "aggregatedApiServerServiceName": params["aggregated_apiserver_service_name"],
-        "webhookServiceName": params["webhook_service_name"],
-        "searchServiceName": params["search_service_name"],
-        "metricsAdapterServiceName": params["metrics_adapter_service_name"],
+        "servingServices": params["serving_services"],
         "components": params["components"],
         "certificates": params["certificates"],
         "forceRenew": params["force_renew"],

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import karmada_plan
 import pytest
 
 from support import kube_apiserver
@@ -23,6 +24,7 @@ from support.karmada_crds_server import serve
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / "tests" / "integration" / "playbooks" / "karmada_resources.yml"
 HOST_NS = "tenant-a"
+PLAN = karmada_plan.build_plan({"metadata": {"name": "kd", "namespace": HOST_NS}, "spec": {}})
 RECAP = re.compile(r"^localhost\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
@@ -48,7 +50,8 @@ def play(server, crds, work, **overrides) -> tuple[subprocess.CompletedProcess, 
         "karmada_resources_kubeconfig": str(server.kubeconfig),
         "karmada_resources_host_namespace": HOST_NS,
         "karmada_resources_webhook_service": "kd-webhook",
-        "karmada_resources_aggregated_apiserver_service": "kd-aggregated-apiserver",
+        # what the karmada_deployment role passes: the plan's APIServices (from the component registry)
+        "karmada_resources_apiservices": PLAN["apiServices"],
         "karmada_resources_ca_bundle": ca_bundle(server),
         "karmada_resources_crds_url": crds.url,
         "karmada_resources_crds_sha256": crds.sha256,
@@ -128,6 +131,9 @@ def test_apiservice_and_externalname_service(bed, installed):
     svc = get_json(server, "service", "-n", "karmada-system", "kd-aggregated-apiserver")
     assert svc["spec"]["type"] == "ExternalName"
     assert svc["spec"]["externalName"] == f"kd-aggregated-apiserver.{HOST_NS}.svc.cluster.local"
+    # the optional components are off: none of their APIServices is registered
+    names = {a["metadata"]["name"] for a in get_json(server, "apiservices", "-l", "apiserver=true")["items"]}
+    assert names == {"v1alpha1.cluster.karmada.io"}
 
 
 def test_namespaces_and_rbac(bed, installed):

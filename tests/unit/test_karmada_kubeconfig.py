@@ -24,7 +24,8 @@ def test_server_is_replaced_and_name_kept_for_tls():
     assert cluster["tls-server-name"] == "karmada-apiserver.ns.svc.cluster.local"
     assert cluster["certificate-authority-data"] == "Q0E="
     assert out["users"] == yaml.safe_load(CONF)["users"]
-    assert kk.server_of(kk.with_server(CONF, "https://x:1")) == "https://x:1"
+    plain = yaml.safe_load(kk.with_server(CONF, "https://x:1"))["clusters"][0]["cluster"]
+    assert plain["server"] == "https://x:1" and "tls-server-name" not in plain
 
 
 def test_kubeconfig_without_clusters_is_refused():

@@ -529,7 +529,7 @@ def test_optional_aggregated_api_servers_get_serving_certs_only_when_enabled():
     spec = karmada_pki.parse_spec({"namespace": "tenant-a", "name": "prod",
                                    "components": ["karmada-webhook", "karmada-search",
                                                   "karmada-metrics-adapter"],
-                                   "searchServiceName": "prod-search"})
+                                   "servingServices": {"karmada-search": "prod-search"}})
     by_name = {p.name: p for p in karmada_pki.leaf_profiles(spec)}
     assert "prod-search.karmada-system.svc" in by_name["karmada-search"].dns_names
     assert "prod-search.tenant-a.svc.cluster.local" in by_name["karmada-search"].dns_names

@@ -115,8 +115,7 @@ def test_pki_input_is_accepted_by_the_pki_module():
     spec = karmada_pki.parse_spec({
         "namespace": params["namespace"], "name": params["name"], "clusterDomain": params["cluster_domain"],
         "etcd": params["etcd"], "apiServer": params["api_server"], "certificates": params["certificates"],
-        "aggregatedApiServerServiceName": params["aggregated_apiserver_service_name"],
-        "webhookServiceName": params["webhook_service_name"], "components": params["components"]})
+        "servingServices": params["serving_services"], "components": params["components"]})
     assert spec.etcd_members == tuple(plan["etcd"]["members"])
     assert spec.admin_server_url == plan["endpoints"]["kubeconfigServer"]
     assert spec.component_server_url == plan["endpoints"]["inCluster"]
@@ -126,8 +125,8 @@ def test_pki_input_is_accepted_by_the_pki_module():
 def test_search_and_metrics_adapter_serve_aggregated_apis_while_enabled():
     cr = sample()
     plan = kp.build_plan(cr)
-    assert {a["name"]: a["present"] for a in plan["optionalAPIServices"]} == {
-        "v1alpha1.search.karmada.io": False, "v1beta1.metrics.k8s.io": False,
+    assert {a["name"]: a["present"] for a in plan["apiServices"]} == {
+        "v1alpha1.cluster.karmada.io": True, "v1alpha1.search.karmada.io": False, "v1beta1.metrics.k8s.io": False,
         "v1beta1.custom.metrics.k8s.io": False, "v1beta2.custom.metrics.k8s.io": False}
     assert "karmada-search" not in plan["pki"]["components"]
 
@@ -135,10 +134,10 @@ def test_search_and_metrics_adapter_serve_aggregated_apis_while_enabled():
     cr["spec"]["components"]["metricsAdapter"] = {"enabled": True, "replicas": 2}
     plan = kp.build_plan(cr)
     search, adapter = comp(plan, "search"), comp(plan, "metricsAdapter")
-    assert {a["service"] for a in plan["optionalAPIServices"] if a["present"]} == {
-        "karmada-search", "karmada-metrics-adapter"}
+    assert {a["service"] for a in plan["apiServices"] if a["present"]} == {
+        "karmada-aggregated-apiserver", "karmada-search", "karmada-metrics-adapter"}
     assert {"karmada-search", "karmada-metrics-adapter"} <= set(plan["pki"]["components"])
-    assert plan["pki"]["search_service_name"] == search["service"] == "karmada-search"
+    assert plan["pki"]["serving_services"]["karmada-search"] == search["service"] == "karmada-search"
     # search keeps its ResourceRegistries in etcd: etcd client flags and files, like the aggregated apiserver
     assert "--etcd-certfile=/etc/kubernetes/pki/apiserver-etcd-client.crt" in search["args"]
     assert search["mounts"]["etcd"] == ["ca.crt"]

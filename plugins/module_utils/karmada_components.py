@@ -1,0 +1,307 @@
+"""The component registry: every Karmada control-plane component, defined once.
+
+Everything else reads this module: the CRD schema (hack/crdgen: one spec.components key per
+entry), the plan (karmada_plan: names, images, commands, flags, mounts, ports, probes, install
+order), the PKI set (karmada_pki: client certificates, kubeconfigs and serving certificates),
+the templates (component.yaml.j2 renders ports and probes from here, with no per-component
+branches), the Karmada resources step (the APIServices) and the status (component names).
+
+A component is plain data. Default flags are format strings with these placeholders, filled in
+by the plan: ``{name}`` (the KarmadaDeployment), ``{pki}`` (the PKI mount), ``{kubeconfig}``
+(the component's kubeconfig file), ``{binary}`` and ``{port}`` (the serving port). A component
+that is an etcd client also gets the etcd flags (``--etcd-servers`` and its TLS files).
+
+The versions the operator installs by default and the URL of Karmada's CRD tarball are here
+too: one home for each (tests/unit/test_karmada_components.py checks hack/versions.env agrees).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Defaults of spec.karmadaVersion, spec.kubernetesVersion and the etcd image tag (the CRD's
+# defaults are generated from these). hack/versions.env pins the same for the test bed.
+DEFAULT_KARMADA_VERSION = "v1.18.2"
+DEFAULT_KUBERNETES_VERSION = "v1.34.12"
+DEFAULT_ETCD_TAG = "3.6.6-0"
+# Karmada's CRDs: the release asset of a version ({version} is replaced), unless spec.crds.url.
+CRDS_URL_TEMPLATE = "https://github.com/karmada-io/karmada/releases/download/{version}/crds.tar.gz"
+DEFAULT_KARMADA_REGISTRY = "docker.io/karmada"
+DEFAULT_KUBERNETES_REGISTRY = "registry.k8s.io"
+
+PKI_DIR = "/etc/kubernetes/pki"
+KUBECONFIG_DIR = "/etc/kubernetes/config"
+KUBECONFIG_FILE = f"{KUBECONFIG_DIR}/kubeconfig"
+# Where a component with ``serving_dir`` finds tls.crt and tls.key (controller-runtime's cert-dir).
+SERVING_DIR = "/var/serving-cert"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """An HTTPS probe of the component's container."""
+
+    kind: str  # readinessProbe | livenessProbe
+    path: str
+    port: int
+    period: int = 10
+    initial_delay: int = 0
+    timeout: int = 0
+    failure_threshold: int = 0
+
+    def render(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"httpGet": {"path": self.path, "port": self.port, "scheme": "HTTPS"},
+                                "periodSeconds": self.period}
+        for key, value in (("initialDelaySeconds", self.initial_delay), ("timeoutSeconds", self.timeout),
+                           ("failureThreshold", self.failure_threshold)):
+            if value:
+                spec[key] = value
+        return {"type": self.kind, "spec": spec}
+
+
+@dataclass(frozen=True)
+class APIService:
+    """An aggregated API a component serves through karmada-apiserver."""
+
+    group: str
+    version: str
+    group_priority_minimum: int
+    version_priority: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.version}.{self.group}"
+
+
+@dataclass(frozen=True)
+class Component:
+    """One Deployment of the control plane (karmada-apiserver and etcd have their own steps)."""
+
+    key: str  # spec.components key
+    binary: str  # container and label name; stem of its certificates and kubeconfig
+    suffix: str  # Deployment name: <KarmadaDeployment name>-<suffix>
+    description: str  # for the CRD schema
+    order: int  # install (and upgrade) order; karmada-apiserver is 10, etcd 0
+    step: str  # install step that applies it: "aggregated" (before Karmada's CRDs) or "components"
+    args: dict[str, str]  # default flags (format strings, see the module docstring)
+    optional: bool = False
+    installable: bool = True  # False: in the API, refused until the operator installs it
+    image_source: str = "karmada"  # karmada | kubernetes (registry and default version)
+    repository: str = ""  # image repository; default: the binary
+    command: tuple[str, ...] = ()  # default: /bin/<binary>
+    pki_files: tuple[str, ...] = ()  # files of the PKI Secret it reads (besides its serving pair)
+    serving: bool = False  # has a serving certificate from the Karmada CA, behind a Service
+    serving_dir: bool = False  # serving pair mounted as tls.crt/tls.key in SERVING_DIR
+    port: int = 0  # serving port of the container (the Service's targetPort; Service port 443)
+    probes: tuple[Probe, ...] = ()
+    etcd_client: bool = False  # keeps objects in etcd itself (etcd flags and client certificate)
+    api_services: tuple[APIService, ...] = ()
+    # Flags extraArgs may not set: they would weaken security or break what the operator wires.
+    closed_args: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def image_repository(self) -> str:
+        return self.repository or self.binary
+
+    @property
+    def default_command(self) -> list[str]:
+        return list(self.command) or [f"/bin/{self.binary}"]
+
+
+_KUBECONFIG_ARGS = {"kubeconfig": "{kubeconfig}"}
+# Aggregated API servers (karmada-aggregated-apiserver, karmada-search, karmada-metrics-adapter):
+# TLS from the Karmada CA, authentication and authorization delegated to karmada-apiserver.
+_AGGREGATED_ARGS = {
+    **_KUBECONFIG_ARGS,
+    "authentication-kubeconfig": "{kubeconfig}",
+    "authorization-kubeconfig": "{kubeconfig}",
+    "tls-cert-file": "{pki}/{binary}.crt",
+    "tls-private-key-file": "{pki}/{binary}.key",
+    "tls-min-version": "VersionTLS12",
+    "audit-log-path": "-",
+    "bind-address": "$(POD_IP)",
+    "secure-port": "{port}",
+    "v": "2",
+}
+_CONTROLLER_ARGS = {
+    **_KUBECONFIG_ARGS,
+    "metrics-bind-address": "$(POD_IP):8080",
+    "leader-elect-resource-namespace": "karmada-system",
+    "v": "2",
+}
+_CLOSED_KUBECONFIG = {"kubeconfig": "the operator-issued kubeconfig is the component's identity"}
+_CLOSED_AGGREGATED = {
+    **_CLOSED_KUBECONFIG,
+    "tls-cert-file": "serving certificate issued and rotated by the operator",
+    "tls-private-key-file": "serving key issued and rotated by the operator",
+    "client-ca-file": "client certificates must be checked against the Karmada CA",
+    "authentication-kubeconfig": "delegated authentication must go to karmada-apiserver",
+    "authorization-kubeconfig": "delegated authorization must go to karmada-apiserver",
+}
+_CLOSED_ETCD_CLIENT = {
+    "etcd-cafile": "etcd is reached with the operator's etcd CA",
+    "etcd-certfile": "etcd client certificate issued by the operator",
+    "etcd-keyfile": "etcd client key issued by the operator",
+}
+_HEALTH_PORT = 443
+
+REGISTRY: tuple[Component, ...] = (
+    Component(
+        key="aggregatedAPIServer", binary="karmada-aggregated-apiserver", suffix="aggregated-apiserver",
+        description="karmada-aggregated-apiserver", order=20, step="aggregated",
+        args=dict(_AGGREGATED_ARGS), pki_files=("ca.crt",), serving=True, port=443,
+        probes=(Probe("readinessProbe", "/readyz", 443, period=5),),
+        etcd_client=True, api_services=(APIService("cluster.karmada.io", "v1alpha1", 2000, 10),),
+        closed_args={**_CLOSED_AGGREGATED, **_CLOSED_ETCD_CLIENT}),
+    Component(
+        key="kubeControllerManager", binary="kube-controller-manager", suffix="kube-controller-manager",
+        description="kube-controller-manager (for karmada-apiserver)", order=30, step="components",
+        image_source="kubernetes", command=("kube-controller-manager",), pki_files=("ca.crt", "ca.key", "sa.key"),
+        probes=(Probe("livenessProbe", "/healthz", 10257, period=10, initial_delay=15, failure_threshold=8),),
+        args={
+            **_KUBECONFIG_ARGS,
+            "authentication-kubeconfig": "{kubeconfig}",
+            "authorization-kubeconfig": "{kubeconfig}",
+            "bind-address": "0.0.0.0",
+            "client-ca-file": "{pki}/ca.crt",
+            "cluster-name": "{name}",
+            "cluster-signing-cert-file": "{pki}/ca.crt",
+            "cluster-signing-key-file": "{pki}/ca.key",
+            # Only what a Karmada control plane needs: there are no nodes behind it.
+            "controllers": "namespace,garbagecollector,serviceaccount-token,ttl-after-finished,bootstrapsigner,"
+                           "csrcleaner,csrsigning,clusterrole-aggregation",
+            "leader-elect": "true",
+            "root-ca-file": "{pki}/ca.crt",
+            "service-account-private-key-file": "{pki}/sa.key",
+            "service-cluster-ip-range": "{service_cidr}",
+            "use-service-account-credentials": "true",
+            "v": "2",
+        },
+        closed_args={
+            **_CLOSED_KUBECONFIG,
+            "cluster-signing-cert-file": "certificates are signed by the operator's Karmada CA",
+            "cluster-signing-key-file": "certificates are signed by the operator's Karmada CA",
+            "service-account-private-key-file": "service account tokens are signed with the operator's key",
+            "root-ca-file": "service account tokens carry the Karmada CA",
+            "use-service-account-credentials": "each controller keeps its own least-privilege identity",
+        }),
+    Component(
+        key="controllerManager", binary="karmada-controller-manager", suffix="controller-manager",
+        description="karmada-controller-manager", order=40, step="components",
+        args={**_CONTROLLER_ARGS, "health-probe-bind-address": "$(POD_IP):10357",
+              "cluster-status-update-frequency": "10s"},
+        closed_args=dict(_CLOSED_KUBECONFIG)),
+    Component(
+        key="scheduler", binary="karmada-scheduler", suffix="scheduler",
+        description="karmada-scheduler", order=50, step="components",
+        args={**_CONTROLLER_ARGS, "health-probe-bind-address": "$(POD_IP):10351",
+              "enable-scheduler-estimator": "false"},
+        closed_args=dict(_CLOSED_KUBECONFIG)),
+    Component(
+        key="webhook", binary="karmada-webhook", suffix="webhook",
+        description="karmada-webhook", order=60, step="components",
+        serving=True, serving_dir=True, port=8443,
+        probes=(Probe("readinessProbe", "/readyz", 8443, period=5),),
+        args={**_KUBECONFIG_ARGS, "bind-address": "$(POD_IP)", "metrics-bind-address": "$(POD_IP):8080",
+              "health-probe-bind-address": "$(POD_IP):8000", "secure-port": "{port}",
+              "cert-dir": SERVING_DIR, "v": "2"},
+        closed_args={**_CLOSED_KUBECONFIG, "cert-dir": "serving certificate issued and rotated by the operator"}),
+    Component(
+        key="descheduler", binary="karmada-descheduler", suffix="descheduler",
+        description="karmada-descheduler", order=70, step="components", optional=True,
+        pki_files=("ca.crt",),
+        args={**_CONTROLLER_ARGS, "health-probe-bind-address": "$(POD_IP):10358",
+              "scheduler-estimator-ca-file": "{pki}/ca.crt"},
+        closed_args=dict(_CLOSED_KUBECONFIG)),
+    Component(
+        key="search", binary="karmada-search", suffix="search",
+        description="karmada-search", order=80, step="components", optional=True,
+        pki_files=("ca.crt",), serving=True, port=443, etcd_client=True,
+        # No readiness probe: karmada-search turns ready only once it can list its own
+        # ResourceRegistries through karmada-apiserver, which reaches it through this pod's
+        # Service. The components step gates on its APIService being Available instead.
+        probes=(Probe("livenessProbe", "/livez", 443, period=15, initial_delay=15, timeout=5),),
+        args={**_AGGREGATED_ARGS, "client-ca-file": "{pki}/ca.crt"},
+        api_services=(APIService("search.karmada.io", "v1alpha1", 2000, 10),),
+        closed_args={**_CLOSED_AGGREGATED, **_CLOSED_ETCD_CLIENT}),
+    Component(
+        key="metricsAdapter", binary="karmada-metrics-adapter", suffix="metrics-adapter",
+        description="karmada-metrics-adapter", order=90, step="components", optional=True,
+        pki_files=("ca.crt",), serving=True, port=443,
+        probes=(Probe("readinessProbe", "/readyz", 443, period=5),),
+        args={**_AGGREGATED_ARGS, "client-ca-file": "{pki}/ca.crt", "metrics-bind-address": "$(POD_IP):8080"},
+        api_services=(APIService("metrics.k8s.io", "v1beta1", 100, 200),
+                      APIService("custom.metrics.k8s.io", "v1beta1", 100, 200),
+                      APIService("custom.metrics.k8s.io", "v1beta2", 100, 200)),
+        closed_args=dict(_CLOSED_AGGREGATED)),
+    Component(
+        key="schedulerEstimator", binary="karmada-scheduler-estimator", suffix="scheduler-estimator",
+        description="karmada-scheduler-estimator (one per member)", order=100, step="components",
+        optional=True, installable=False, args={}),
+)
+
+# karmada-apiserver and etcd are not Deployments of this list (own templates and gates), but
+# they have a place in the order and flags extraArgs may not touch.
+APISERVER_ORDER = 10
+ETCD_ORDER = 0
+APISERVER_CLOSED_ARGS = {
+    "authorization-mode": "Node,RBAC is what keeps every client to its rights",
+    "anonymous-auth": "unauthenticated requests must stay refused",
+    "client-ca-file": "client certificates must be checked against the Karmada CA",
+    "tls-cert-file": "serving certificate issued and rotated by the operator",
+    "tls-private-key-file": "serving key issued and rotated by the operator",
+    "tls-min-version": "TLS below 1.2 is not allowed",
+    "tls-cipher-suites": "weak cipher suites are not allowed",
+    "requestheader-client-ca-file": "front-proxy requests must be checked against the front-proxy CA",
+    "service-account-key-file": "service account tokens are verified with the operator's key",
+    "service-account-signing-key-file": "service account tokens are signed with the operator's key",
+    "token-auth-file": "static tokens bypass certificate identities",
+    **_CLOSED_ETCD_CLIENT,
+}
+ETCD_CLOSED_ARGS = {
+    "client-cert-auth": "etcd clients must present a certificate from the etcd CA",
+    "peer-client-cert-auth": "etcd peers must present a certificate from the etcd CA",
+    "auto-tls": "self-signed client TLS would bypass the etcd CA",
+    "peer-auto-tls": "self-signed peer TLS would bypass the etcd CA",
+    "cert-file": "serving certificate issued and rotated by the operator",
+    "key-file": "serving key issued and rotated by the operator",
+    "trusted-ca-file": "clients are checked against the operator's etcd CA",
+    "peer-cert-file": "peer certificate issued and rotated by the operator",
+    "peer-key-file": "peer key issued and rotated by the operator",
+    "peer-trusted-ca-file": "peers are checked against the operator's etcd CA",
+    "initial-cluster": "membership is managed by the operator",
+    "initial-cluster-state": "membership is managed by the operator",
+    "data-dir": "the data directory is the member's volume",
+}
+
+
+def components(registry: tuple[Component, ...] | None = None) -> list[Component]:
+    """The components in install order."""
+    return sorted(registry if registry is not None else REGISTRY, key=lambda c: c.order)
+
+
+def by_key(registry: tuple[Component, ...] | None = None) -> dict[str, Component]:
+    return {c.key: c for c in components(registry)}
+
+
+def by_binary(registry: tuple[Component, ...] | None = None) -> dict[str, Component]:
+    return {c.binary: c for c in components(registry)}
+
+
+def installable(registry: tuple[Component, ...] | None = None) -> list[Component]:
+    return [c for c in components(registry) if c.installable]
+
+
+def closed_args(registry: tuple[Component, ...] | None = None) -> dict[str, dict[str, str]]:
+    """spec path of an extraArgs owner -> {flag: why it is closed}."""
+    out = {"apiServer": dict(APISERVER_CLOSED_ARGS), "etcd.local": dict(ETCD_CLOSED_ARGS)}
+    for comp in installable(registry):
+        out[f"components.{comp.key}"] = dict(comp.closed_args)
+    return out
+
+
+def upgrade_order(registry: tuple[Component, ...] | None = None) -> list[str]:
+    """spec keys in the order a full upgrade moves them: etcd, karmada-apiserver, then the components."""
+    keyed = [(ETCD_ORDER, "etcd"), (APISERVER_ORDER, "apiServer")]
+    keyed += [(c.order, c.key) for c in installable(registry)]
+    return [key for _, key in sorted(keyed)]
