@@ -95,7 +95,8 @@ members:
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.etcd_client import CONNECTION_ARGS, EtcdError, client_from_params, cluster_health
+from ansible.module_utils.etcd_cluster_health import cluster_health
+from ansible.module_utils.etcd_gateway import CONNECTION_ARGS, EtcdError, client_from_params
 
 ARGUMENT_SPEC: dict[str, Any] = {**CONNECTION_ARGS, "fail_without_quorum": {"type": "bool", "default": False}}
 

@@ -150,13 +150,8 @@ members:
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.etcd_client import (
-    CONNECTION_ARGS,
-    EtcdError,
-    client_from_params,
-    ensure_member_absent,
-    ensure_member_present,
-)
+from ansible.module_utils.etcd_gateway import CONNECTION_ARGS, EtcdError, client_from_params
+from ansible.module_utils.etcd_membership import ensure_member_absent, ensure_member_present
 
 ARGUMENT_SPEC: dict[str, Any] = {
     **CONNECTION_ARGS,

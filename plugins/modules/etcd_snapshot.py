@@ -99,12 +99,8 @@ duration_seconds:
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.etcd_client import (
-    CONNECTION_ARGS,
-    EtcdError,
-    client_from_params,
-    verify_snapshot,
-)
+from ansible.module_utils.etcd_gateway import CONNECTION_ARGS, EtcdError, client_from_params
+from ansible.module_utils.etcd_snapshots import save_snapshot, verify_snapshot
 
 ARGUMENT_SPEC: dict[str, Any] = {
     **CONNECTION_ARGS,
@@ -121,8 +117,8 @@ def run_module(params: dict[str, Any], check_mode: bool = False) -> dict[str, An
     client = client_from_params(params)
     if check_mode:
         return {"changed": True, "path": params["path"]}
-    result = client.snapshot_save(
-        params["path"], endpoint=params.get("endpoint"), chunk_timeout=float(params.get("timeout") or 60.0)
+    result = save_snapshot(
+        client, params["path"], endpoint=params.get("endpoint"), chunk_timeout=float(params.get("timeout") or 60.0)
     )
     return {"changed": True, **result.as_dict()}
 
