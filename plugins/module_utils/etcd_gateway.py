@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -644,6 +644,16 @@ def client_from_params(params: Mapping[str, Any]) -> EtcdClient:
         tls_server_name=params.get("tls_server_name"),
         resolve=params.get("resolve"),
     )
+
+
+def module_result(module: Any, run: Callable[[dict[str, Any], bool], dict[str, Any]]) -> dict[str, Any]:
+    """``run(params, check_mode)`` for an etcd_* AnsibleModule; an EtcdError fails the task with
+    its message and its class name as ``error``, instead of a traceback."""
+    try:
+        return run(module.params, module.check_mode)
+    except EtcdError as exc:
+        module.fail_json(msg=str(exc), error=type(exc).__name__)
+        raise  # not reached: fail_json exits
 
 
 # Shared option spec of the etcd_* modules (AnsibleModule argument_spec format).

@@ -12,42 +12,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 try:  # as Ansible ships it to the module
+    from ansible.module_utils import etcd_gateway as gw
     from ansible.module_utils.etcd_cluster_health import cluster_health, quorum
-    from ansible.module_utils.etcd_gateway import (
-        GRPC_ALREADY_EXISTS,
-        EtcdAPIError,
-        EtcdClient,
-        EtcdError,
-        EtcdNotFoundError,
-        EtcdTimeoutError,
-        EtcdUnavailableError,
-        EtcdUnreachableError,
-        Member,
-        parse_member_id,
-        validate_endpoint,
-    )
 except ImportError:  # as plain Python (tests, benchmarks)
+    import etcd_gateway as gw  # type: ignore[no-redef]
     from etcd_cluster_health import cluster_health, quorum  # type: ignore[no-redef]
-    from etcd_gateway import (  # type: ignore[no-redef]
-        GRPC_ALREADY_EXISTS,
-        EtcdAPIError,
-        EtcdClient,
-        EtcdError,
-        EtcdNotFoundError,
-        EtcdTimeoutError,
-        EtcdUnavailableError,
-        EtcdUnreachableError,
-        Member,
-        parse_member_id,
-        validate_endpoint,
-    )
 
 
-class EtcdMemberError(EtcdError):
+class EtcdMemberError(gw.EtcdError):
     """A membership change was refused by our own checks (quorum, name taken...); nothing changed."""
 
 
-def initial_cluster(members: Iterable[Member], extra: Mapping[str, Sequence[str]] | None = None) -> str:
+def initial_cluster(members: Iterable[gw.Member], extra: Mapping[str, Sequence[str]] | None = None) -> str:
     """``--initial-cluster`` value for a joining member: started members plus ``extra``."""
     parts = [f"{m.name}={u}" for m in members if m.name for u in m.peer_urls]
     for name, urls in (extra or {}).items():
@@ -61,12 +37,12 @@ def _wait(what: str, check: Callable[[], bool], timeout: float, interval: float 
         if check():
             return
         if time.monotonic() > deadline:
-            raise EtcdTimeoutError(f"timed out after {timeout}s waiting for {what}")
+            raise gw.EtcdTimeoutError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
 
 
 def ensure_member_present(
-    client: EtcdClient,
+    client: gw.EtcdClient,
     name: str,
     peer_urls: Sequence[str],
     promote: bool = True,
@@ -84,7 +60,7 @@ def ensure_member_present(
     if not peer_urls:
         raise EtcdMemberError(f"member {name}: peer_urls is empty; give its --initial-advertise-peer-urls")
     for url in peer_urls:
-        validate_endpoint(url)
+        gw.validate_endpoint(url)
     wanted = set(peer_urls)
     members = client.member_list()
     mine = [m for m in members if set(m.peer_urls) & wanted]
@@ -139,12 +115,12 @@ def ensure_member_present(
     return result
 
 
-def _add_learner(client: EtcdClient, peer_urls: list[str], wait_timeout: float) -> Member:
+def _add_learner(client: gw.EtcdClient, peer_urls: list[str], wait_timeout: float) -> gw.Member:
     """member/add, retried while etcd refuses it as "unhealthy cluster" (peers connected < 5s)."""
     try:
         return _retry_unavailable(lambda: client.member_add(peer_urls, learner=True), wait_timeout)
-    except EtcdAPIError as exc:
-        if exc.code != GRPC_ALREADY_EXISTS:
+    except gw.EtcdAPIError as exc:
+        if exc.code != gw.GRPC_ALREADY_EXISTS:
             raise
         # an earlier attempt that timed out was applied after all
         found = [m for m in client.member_list() if set(m.peer_urls) & set(peer_urls)]
@@ -153,7 +129,7 @@ def _add_learner(client: EtcdClient, peer_urls: list[str], wait_timeout: float) 
         return found[0]
 
 
-def promote_when_ready(client: EtcdClient, member_id: int, wait_timeout: float) -> None:
+def promote_when_ready(client: gw.EtcdClient, member_id: int, wait_timeout: float) -> None:
     """Promote a learner, retrying while etcd says it has not caught up (bounded by ``wait_timeout``)."""
     deadline = time.monotonic() + wait_timeout
     last = ""
@@ -161,23 +137,23 @@ def promote_when_ready(client: EtcdClient, member_id: int, wait_timeout: float) 
         try:
             client.member_promote(member_id)
             return
-        except EtcdAPIError as exc:
+        except gw.EtcdAPIError as exc:
             text = exc.etcd_message
             not_ready = (
                 "in sync" in text
                 or "not started" in text
                 or "not ready" in text
-                or isinstance(exc, EtcdUnavailableError)
+                or isinstance(exc, gw.EtcdUnavailableError)
             )
             if not not_ready:
                 if "not a learner" in text:
                     return  # promoted by an earlier, interrupted run
                 raise
             last = text
-        except (EtcdTimeoutError, EtcdUnreachableError) as exc:
+        except (gw.EtcdTimeoutError, gw.EtcdUnreachableError) as exc:
             last = str(exc)
         if time.monotonic() > deadline:
-            raise EtcdTimeoutError(
+            raise gw.EtcdTimeoutError(
                 f"learner {member_id:x} did not catch up within {wait_timeout}s ({last}); check its etcd "
                 "process is running with --initial-cluster-state existing and can reach the peers, then "
                 "rerun (or raise wait_timeout for a large database)"
@@ -186,13 +162,13 @@ def promote_when_ready(client: EtcdClient, member_id: int, wait_timeout: float) 
 
 
 def find_member(
-    members: Sequence[Member],
+    members: Sequence[gw.Member],
     name: str | None = None,
     member_id: int | str | None = None,
     peer_url: str | None = None,
-) -> Member | None:
+) -> gw.Member | None:
     for m in members:
-        if member_id is not None and m.id == parse_member_id(member_id):
+        if member_id is not None and m.id == gw.parse_member_id(member_id):
             return m
         if name and m.name == name:
             return m
@@ -202,7 +178,7 @@ def find_member(
 
 
 def ensure_member_absent(
-    client: EtcdClient,
+    client: gw.EtcdClient,
     name: str | None = None,
     member_id: int | str | None = None,
     peer_url: str | None = None,
@@ -223,8 +199,8 @@ def ensure_member_absent(
     result: dict[str, Any] = {"changed": False, "moved_leader": False, "name": name or ""}
     if target is None:
         if member_id is not None:
-            raise EtcdNotFoundError(
-                f"member {parse_member_id(member_id):x} is not in the cluster; nothing "
+            raise gw.EtcdNotFoundError(
+                f"member {gw.parse_member_id(member_id):x} is not in the cluster; nothing "
                 f"was removed. Current members: {', '.join(m.hex_id for m in members)}"
             )
         result.update(member_id="", members=[m.as_dict() for m in members])
@@ -265,14 +241,14 @@ def ensure_member_absent(
     return result
 
 
-def _move_leadership(client: EtcdClient, leader: Member, successor: Member, wait_timeout: float) -> None:
+def _move_leadership(client: gw.EtcdClient, leader: gw.Member, successor: gw.Member, wait_timeout: float) -> None:
     endpoint = leader.client_urls[0]
     _retry_unavailable(lambda: client.move_leader(successor.id, endpoint), wait_timeout)
 
     def moved() -> bool:
         try:
             return client.status(successor.client_urls[0]).leader == successor.id
-        except EtcdError:
+        except gw.EtcdError:
             return False
 
     _wait(f"leadership to move to {successor.name or successor.hex_id}", moved, wait_timeout)
@@ -284,7 +260,7 @@ def _retry_unavailable(call: Callable[[], Any], timeout: float) -> Any:
     while True:
         try:
             return call()
-        except (EtcdUnavailableError, EtcdUnreachableError):
+        except (gw.EtcdUnavailableError, gw.EtcdUnreachableError):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)

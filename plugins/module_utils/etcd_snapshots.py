@@ -29,7 +29,6 @@ except ImportError:  # as plain Python (tests, benchmarks)
     from etcd_gateway import EtcdClient, EtcdError, api_error, validate_endpoint  # type: ignore[no-redef]
 
 HASH_SIZE = hashlib.sha256().digest_size  # etcd appends sha256(db) to a snapshot stream
-BOLT_MAGIC = 0xED0CDAED
 
 
 class EtcdSnapshotError(EtcdError):
@@ -202,6 +201,12 @@ def verify_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
             "do not restore it, use another backup"
         )
     return {"path": str(p), "size": size, "sha256": whole.hexdigest(), "revision": snapshot_revision(p)}
+
+
+# --------------------------------------------------------------------------- bbolt revision
+# Not `etcdutl snapshot status`: that walks every key (1.1 s, 320 MB RSS for a 276 MB db); this reads a few pages.
+
+BOLT_MAGIC = 0xED0CDAED
 
 
 def snapshot_revision(path: str | os.PathLike[str]) -> int:
