@@ -1,7 +1,7 @@
 """etcd cluster health: per member (reachable, leader known, serves reads, no alarm) and quorum.
 
-Plain Python, no Ansible imports; backs the ``etcd_health`` module and the quorum check
-before a member is removed (``etcd_membership``). The transport is ``etcd_gateway``.
+Plain Python, no Ansible API; backs the ``etcd_health`` module and the quorum check before
+a member is removed (``etcd_membership``). The transport is ``etcd_gateway``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """etcd membership changes: add a member as a learner, promote it, remove one safely.
 
-Plain Python, no Ansible imports; backs the ``etcd_member`` module. Removing a voter is
-refused when the voters left could not form a quorum (health from ``etcd_cluster_health``);
-a leader hands over leadership first. The transport is ``etcd_gateway``.
+Plain Python, no Ansible API; backs the ``etcd_member`` module. Removing a voter is refused
+when the voters left could not form a quorum (health from ``etcd_cluster_health``); a
+leader hands over leadership first. The transport is ``etcd_gateway``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """etcd snapshots: stream one from a member to a file, verify a file, read its revision.
 
-Plain Python, no Ansible imports; the transport is ``etcd_gateway``. The snapshot RPC streams
+Plain Python, no Ansible API; the transport is ``etcd_gateway``. The snapshot RPC streams
 JSON lines with base64 ``blob`` chunks, and etcd sends the sha256 of the database as the last
 32 bytes; a file is checked against that trailer the way ``etcdutl snapshot restore`` does.
 """
