@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 for sub in ("plugins/module_utils", "tests"):
     sys.path.insert(0, str(ROOT / sub))
 
-from etcd_client import verify_snapshot  # noqa: E402
+from etcd_snapshots import verify_snapshot  # noqa: E402
 
 from support.etcd_cluster import free_port, load_module, load_util, start_cluster  # noqa: E402
 

@@ -16,25 +16,8 @@ description:
   - Never changes anything. With O(fail_without_quorum=true) the task fails when quorum is lost.
 version_added: "0.1.0"
 author: Karmada-Operator maintainers
+extends_documentation_fragment: [etcd_connection]
 options:
-  endpoints:
-    description: Client URLs of members (V(https://host:2379)).
-    type: list
-    elements: str
-    required: true
-  cert:
-    description: Client certificate signed by the etcd CA.
-    type: path
-  key:
-    description: Key of O(cert).
-    type: path
-  ca:
-    description: CA bundle that signed the etcd server certificates.
-    type: path
-  timeout:
-    description: Seconds to wait for each etcd answer.
-    type: float
-    default: 5.0
   fail_without_quorum:
     description: Fail the task when the cluster has no quorum.
     type: bool
@@ -95,7 +78,8 @@ members:
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.etcd_client import CONNECTION_ARGS, EtcdError, client_from_params, cluster_health
+from ansible.module_utils.etcd_cluster_health import cluster_health
+from ansible.module_utils.etcd_gateway import CONNECTION_ARGS, client_from_params, module_result
 
 ARGUMENT_SPEC: dict[str, Any] = {**CONNECTION_ARGS, "fail_without_quorum": {"type": "bool", "default": False}}
 
@@ -108,10 +92,7 @@ def run_module(params: dict[str, Any], check_mode: bool = False) -> dict[str, An
 
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = run_module(module.params, module.check_mode)
-    except EtcdError as exc:
-        module.fail_json(msg=str(exc), error=type(exc).__name__)
+    result = module_result(module, run_module)
     if module.params["fail_without_quorum"] and not result["has_quorum"]:
         bad = [f"{m['name'] or m['id']}: {m['error']}" for m in result["members"] if not m["healthy"]]
         module.fail_json(

@@ -21,25 +21,8 @@ description:
   - Talks to etcd's v3 JSON gateway with client TLS; no etcdctl or grpc needed.
 version_added: "0.1.0"
 author: Karmada-Operator maintainers
+extends_documentation_fragment: [etcd_connection]
 options:
-  endpoints:
-    description: Client URLs of current members (V(https://host:2379)); the first that answers is used.
-    type: list
-    elements: str
-    required: true
-  cert:
-    description: Client certificate signed by the etcd CA (e.g. C(etcd/healthcheck-client.crt)).
-    type: path
-  key:
-    description: Key of O(cert).
-    type: path
-  ca:
-    description: CA bundle that signed the etcd server certificates (C(etcd/ca.crt)).
-    type: path
-  timeout:
-    description: Seconds to wait for each etcd answer.
-    type: float
-    default: 5.0
   name:
     description:
       - The member's etcd C(--name). Required with C(state=present).
@@ -77,36 +60,32 @@ notes:
 """
 
 EXAMPLES = r"""
-- name: Add karmada-etcd-3 as a learner
-  etcd_member:
-    endpoints: "{{ etcd_client_urls }}"
-    cert: /etc/karmada/pki/etcd/healthcheck-client.crt
-    key: /etc/karmada/pki/etcd/healthcheck-client.key
-    ca: /etc/karmada/pki/etcd/ca.crt
-    name: karmada-etcd-3
-    peer_urls: ["https://karmada-etcd-3.karmada-etcd.karmada-system.svc:2380"]
-    promote: false
-  register: added
-# start the member with --initial-cluster "{{ added.initial_cluster }}" --initial-cluster-state existing
+- name: Scale etcd (connection options given once for every etcd_member task of the block)
+  module_defaults:
+    etcd_member:
+      endpoints: "{{ etcd_client_urls }}"
+      cert: /etc/karmada/pki/etcd/healthcheck-client.crt
+      key: /etc/karmada/pki/etcd/healthcheck-client.key
+      ca: /etc/karmada/pki/etcd/ca.crt
+  block:
+    - name: Add karmada-etcd-3 as a learner
+      etcd_member:
+        name: karmada-etcd-3
+        peer_urls: ["https://karmada-etcd-3.karmada-etcd.karmada-system.svc:2380"]
+        promote: false
+      register: added
+    # start the member with --initial-cluster "{{ added.initial_cluster }}" --initial-cluster-state existing
 
-- name: Promote it once it has caught up
-  etcd_member:
-    endpoints: "{{ etcd_client_urls }}"
-    cert: /etc/karmada/pki/etcd/healthcheck-client.crt
-    key: /etc/karmada/pki/etcd/healthcheck-client.key
-    ca: /etc/karmada/pki/etcd/ca.crt
-    name: karmada-etcd-3
-    peer_urls: ["https://karmada-etcd-3.karmada-etcd.karmada-system.svc:2380"]
-    wait_timeout: 300
+    - name: Promote it once it has caught up
+      etcd_member:
+        name: karmada-etcd-3
+        peer_urls: ["https://karmada-etcd-3.karmada-etcd.karmada-system.svc:2380"]
+        wait_timeout: 300
 
-- name: Remove a member (refused if it would break quorum)
-  etcd_member:
-    endpoints: "{{ etcd_client_urls }}"
-    cert: /etc/karmada/pki/etcd/healthcheck-client.crt
-    key: /etc/karmada/pki/etcd/healthcheck-client.key
-    ca: /etc/karmada/pki/etcd/ca.crt
-    name: karmada-etcd-4
-    state: absent
+    - name: Remove a member (refused if it would break quorum)
+      etcd_member:
+        name: karmada-etcd-4
+        state: absent
 """
 
 RETURN = r"""
@@ -150,13 +129,8 @@ members:
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.etcd_client import (
-    CONNECTION_ARGS,
-    EtcdError,
-    client_from_params,
-    ensure_member_absent,
-    ensure_member_present,
-)
+from ansible.module_utils.etcd_gateway import CONNECTION_ARGS, client_from_params, module_result
+from ansible.module_utils.etcd_membership import ensure_member_absent, ensure_member_present
 
 ARGUMENT_SPEC: dict[str, Any] = {
     **CONNECTION_ARGS,
@@ -202,11 +176,7 @@ def main() -> None:
         required_if=[("state", "present", ("name", "peer_urls"))],
         required_one_of=[("name", "member_id", "peer_urls")],
     )
-    try:
-        result = run_module(module.params, module.check_mode)
-    except EtcdError as exc:
-        module.fail_json(msg=str(exc), error=type(exc).__name__)
-    module.exit_json(**result)
+    module.exit_json(**module_result(module, run_module))
 
 
 if __name__ == "__main__":

@@ -16,24 +16,13 @@ description:
     readable database) and saves nothing; use it before a restore.
 version_added: "0.1.0"
 author: Karmada-Operator maintainers
+extends_documentation_fragment: [etcd_connection]
 options:
   endpoints:
     description: Client URLs of members; the snapshot comes from O(endpoint) or the first that answers.
-    type: list
-    elements: str
-    required: true
   endpoint:
     description: Take the snapshot from this member (prefer a follower to spare the leader).
     type: str
-  cert:
-    description: Client certificate signed by the etcd CA.
-    type: path
-  key:
-    description: Key of O(cert).
-    type: path
-  ca:
-    description: CA bundle that signed the etcd server certificates.
-    type: path
   timeout:
     description: Seconds to wait between two chunks of the stream.
     type: float
@@ -99,12 +88,8 @@ duration_seconds:
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.etcd_client import (
-    CONNECTION_ARGS,
-    EtcdError,
-    client_from_params,
-    verify_snapshot,
-)
+from ansible.module_utils.etcd_gateway import CONNECTION_ARGS, client_from_params, module_result
+from ansible.module_utils.etcd_snapshots import save_snapshot, verify_snapshot
 
 ARGUMENT_SPEC: dict[str, Any] = {
     **CONNECTION_ARGS,
@@ -121,19 +106,15 @@ def run_module(params: dict[str, Any], check_mode: bool = False) -> dict[str, An
     client = client_from_params(params)
     if check_mode:
         return {"changed": True, "path": params["path"]}
-    result = client.snapshot_save(
-        params["path"], endpoint=params.get("endpoint"), chunk_timeout=float(params.get("timeout") or 60.0)
+    result = save_snapshot(
+        client, params["path"], endpoint=params.get("endpoint"), chunk_timeout=float(params.get("timeout") or 60.0)
     )
     return {"changed": True, **result.as_dict()}
 
 
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = run_module(module.params, module.check_mode)
-    except EtcdError as exc:
-        module.fail_json(msg=str(exc), error=type(exc).__name__)
-    module.exit_json(**result)
+    module.exit_json(**module_result(module, run_module))
 
 
 if __name__ == "__main__":

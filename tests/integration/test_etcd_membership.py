@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
-import etcd_client
 import pytest
-from etcd_client import EtcdError, EtcdMemberError, EtcdNotFoundError
+from etcd_gateway import EtcdError, EtcdNotFoundError, Member
+from etcd_membership import EtcdMemberError
 
 from support.etcd_cluster import EtcdTestCluster, load_module, make_certs, start_cluster
 
@@ -59,7 +59,7 @@ class Writer(threading.Thread):
             i += 1
 
 
-def voting(cluster: EtcdTestCluster) -> list[etcd_client.Member]:
+def voting(cluster: EtcdTestCluster) -> list[Member]:
     return [m for m in cluster.client().member_list() if not m.is_learner]
 
 

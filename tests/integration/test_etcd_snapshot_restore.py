@@ -8,8 +8,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import etcd_snapshots
 import pytest
-from etcd_client import EtcdSnapshotError, verify_snapshot
+from etcd_snapshots import EtcdSnapshotError, verify_snapshot
 
 from support.etcd_cluster import load_module, make_certs, run_restore, start_cluster, start_restored
 
@@ -64,6 +65,12 @@ def test_snapshot_matches_etcdutl(source, bin_path):
         {"endpoints": ["https://unused:1"], "path": snap["path"], "verify_only": True}
     )
     assert not checked["changed"] and checked["sha256"] == snap["sha256"]
+
+
+def test_snapshot_line_fast_path_and_fallback():
+    assert etcd_snapshots._fast_blob(b'{"result":{"blob":"AAEC","version":"3.6.0"}}') == b"\x00\x01\x02"
+    assert etcd_snapshots._fast_blob(b'{"error":{"grpc_code":14,"message":"etcdserver: no leader"}}') is None
+    assert etcd_snapshots._fast_blob(b'{"result":{"version":"3.6.0","blob":"AAEC"}}') is None  # json.loads path
 
 
 def plan_for(source, certs_cluster, name: str, bin_path) -> dict:

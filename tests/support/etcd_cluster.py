@@ -3,7 +3,7 @@
 Every member gets random free ports and its own data dir under a tmp work dir; certificates
 come from ``karmada_pki`` (kubeadm layout: ``etcd/ca.crt``, ``etcd/server.crt``,
 ``etcd/peer.crt``, ``etcd/healthcheck-client.crt``) and client-cert auth is required on both
-client and peer ports, as in a Karmada install. Scaling goes through ``etcd_client``'s member
+client and peer ports, as in a Karmada install. Scaling goes through ``etcd_membership``'s
 functions, the same code the ``etcd_member`` module runs.
 """
 
@@ -26,8 +26,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import etcd_client
-from etcd_client import EtcdClient, EtcdError
+from etcd_gateway import EtcdClient, EtcdError
+from etcd_snapshots import verify_snapshot
 
 from support.processes import stop_process
 
@@ -296,7 +296,7 @@ class EtcdTestCluster:
 def run_restore(plan: dict[str, Any], verify: bool = True) -> None:
     """Run a restore plan's etcdutl argv lists, after verifying the snapshot (the role's order)."""
     if verify:
-        etcd_client.verify_snapshot(plan["snapshot"])
+        verify_snapshot(plan["snapshot"])
     for member in plan["members"]:
         done = subprocess.run(member["restore_argv"], capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
@@ -341,16 +341,20 @@ def load_util(name: str) -> ModuleType:
     path = ROOT / "plugins" / "module_utils" / f"{name}.py"
     plain = sys.modules.get(name)
     if plain is not None and Path(getattr(plain, "__file__", "")).resolve() == path:
-        module = plain  # same object as `import etcd_client`: exception classes compare equal
+        module = plain  # same object as `import etcd_gateway`: exception classes compare equal
     else:
         module = _load_path(key, path)
     sys.modules[key] = module
     return module
 
 
+# The etcd module_utils, each after the ones it imports.
+ETCD_UTILS = ("etcd_gateway", "etcd_cluster_health", "etcd_membership", "etcd_snapshots", "etcd_restore_plan")
+
+
 def load_module(name: str) -> ModuleType:
     """An Ansible module from plugins/modules, its ``ansible.module_utils.<x>`` imports resolving to ours."""
-    for util in ("etcd_client", "etcd_restore_plan"):
+    for util in ETCD_UTILS:
         load_util(util)
     key = f"ansible_modules.{name}"
     return sys.modules.get(key) or _load_path(key, ROOT / "plugins" / "modules" / f"{name}.py")
@@ -390,7 +394,6 @@ __all__ = [
     "EtcdCerts",
     "EtcdNode",
     "EtcdTestCluster",
-    "etcd_client",
     "free_port",
     "load_module",
     "load_util",

@@ -1,13 +1,14 @@
-"""etcd_client on a real TLS etcd: gateway encodings, maintenance calls, errors that say what to do."""
+"""etcd_gateway on a real TLS etcd: gateway encodings, maintenance calls, errors that say what to do."""
 
 from __future__ import annotations
 
 import socket
 import threading
 
-import etcd_client
+import etcd_gateway
 import pytest
-from etcd_client import (
+from etcd_cluster_health import cluster_health
+from etcd_gateway import (
     EtcdClient,
     EtcdConfigError,
     EtcdLeaderChangedError,
@@ -43,7 +44,7 @@ def test_binary_keys_values_and_int64_fields(cluster):
     assert status.is_leader and status.db_size > 0 and status.raft_term >= 2 and status.version == "3.6.6"
     members = client.member_list()
     assert (
-        members[0].id == status.member_id and etcd_client.parse_member_id(members[0].hex_id) == members[0].id
+        members[0].id == status.member_id and etcd_gateway.parse_member_id(members[0].hex_id) == members[0].id
     )
 
 
@@ -66,7 +67,7 @@ def test_bad_inputs_fail_before_sending(cluster, tmp_path):
     with pytest.raises(EtcdConfigError, match="no etcd endpoints"):
         EtcdClient([])
     with pytest.raises(EtcdConfigError, match="hex member id"):
-        etcd_client.parse_member_id("not-an-id")
+        etcd_gateway.parse_member_id("not-an-id")
 
 
 def test_connection_errors_say_what_to_do(cluster):
@@ -104,15 +105,15 @@ def test_timeout_says_state_is_unknown(cluster):
 
 
 def test_gateway_error_mapping():
-    leader = etcd_client._api_error(
+    leader = etcd_gateway.api_error(
         "https://e:2379", "/v3/kv/put", 503, {"code": 14, "message": "etcdserver: leader changed"}
     )
     assert isinstance(leader, EtcdLeaderChangedError) and leader.retryable and "retry" in str(leader)
-    no_leader = etcd_client._api_error(
+    no_leader = etcd_gateway.api_error(
         "https://e:2379", "/v3/kv/put", 503, {"code": 14, "message": "etcdserver: no leader"}
     )
     assert isinstance(no_leader, EtcdUnavailableError) and "quorum" in str(no_leader)
-    space = etcd_client._api_error(
+    space = etcd_gateway.api_error(
         "https://e:2379",
         "/v3/kv/put",
         400,
@@ -133,12 +134,6 @@ def test_modules_report_errors_not_tracebacks(cluster):
         )
 
 
-def test_snapshot_line_fast_path_and_fallback():
-    assert etcd_client._fast_blob(b'{"result":{"blob":"AAEC","version":"3.6.0"}}') == b"\x00\x01\x02"
-    assert etcd_client._fast_blob(b'{"error":{"grpc_code":14,"message":"etcdserver: no leader"}}') is None
-    assert etcd_client._fast_blob(b'{"result":{"version":"3.6.0","blob":"AAEC"}}') is None  # json.loads path
-
-
 def test_members_reached_by_address_with_the_certificate_checked_by_name(cluster):
     """An operator outside the host cluster dials pod addresses: resolve maps the advertised
     DNS name to an address, tls_server_name checks the certificate against a name it carries."""
@@ -148,11 +143,11 @@ def test_members_reached_by_address_with_the_certificate_checked_by_name(cluster
     by_dns = EtcdClient([f"https://{member_dns}:{port}"], cert=c.client_cert, key=c.client_key, ca=c.ca,
                         resolve={member_dns: "127.0.0.1"})
     assert by_dns.status().version.startswith("3.")
-    assert etcd_client.cluster_health(by_dns)["has_quorum"]
+    assert cluster_health(by_dns)["has_quorum"]
     by_ip = EtcdClient([f"https://127.0.0.1:{port}"], cert=c.client_cert, key=c.client_key, ca=c.ca,
                        tls_server_name="karmada-etcd-client.karmada-system.svc.cluster.local")
     assert by_ip.status().version.startswith("3.")
-    health = etcd_client.cluster_health(by_ip.with_endpoints(by_ip.endpoints))
+    health = cluster_health(by_ip.with_endpoints(by_ip.endpoints))
     assert health["has_quorum"]
     wrong = EtcdClient([f"https://127.0.0.1:{port}"], cert=c.client_cert, key=c.client_key, ca=c.ca,
                        tls_server_name="not-in-the-cert.example")
