@@ -15,33 +15,20 @@ from typing import Any
 
 try:
     from ansible.module_utils import karmada_components
-    from ansible.module_utils.karmada_components import (
-        CRDS_URL_TEMPLATE,
-        DEFAULT_ETCD_TAG,
-        DEFAULT_KARMADA_REGISTRY,
-        DEFAULT_KARMADA_VERSION,
-        DEFAULT_KUBERNETES_REGISTRY,
-        DEFAULT_KUBERNETES_VERSION,
-        KUBECONFIG_DIR,
-        KUBECONFIG_FILE,
-        PKI_DIR,
-        SERVING_DIR,
-    )
 except ImportError:  # unit tests and hack/crdgen import module_utils directly
     import karmada_components  # type: ignore[no-redef]
-    from karmada_components import (  # type: ignore[no-redef]
-        CRDS_URL_TEMPLATE,
-        DEFAULT_ETCD_TAG,
-        DEFAULT_KARMADA_REGISTRY,
-        DEFAULT_KARMADA_VERSION,
-        DEFAULT_KUBERNETES_REGISTRY,
-        DEFAULT_KUBERNETES_VERSION,
-        KUBECONFIG_DIR,
-        KUBECONFIG_FILE,
-        PKI_DIR,
-        SERVING_DIR,
-    )
 
+# Defaults and paths have their home in the registry module.
+CRDS_URL_TEMPLATE = karmada_components.CRDS_URL_TEMPLATE
+DEFAULT_ETCD_TAG = karmada_components.DEFAULT_ETCD_TAG
+DEFAULT_KARMADA_REGISTRY = karmada_components.DEFAULT_KARMADA_REGISTRY
+DEFAULT_KARMADA_VERSION = karmada_components.DEFAULT_KARMADA_VERSION
+DEFAULT_KUBERNETES_REGISTRY = karmada_components.DEFAULT_KUBERNETES_REGISTRY
+DEFAULT_KUBERNETES_VERSION = karmada_components.DEFAULT_KUBERNETES_VERSION
+KUBECONFIG_DIR = karmada_components.KUBECONFIG_DIR
+KUBECONFIG_FILE = karmada_components.KUBECONFIG_FILE
+PKI_DIR = karmada_components.PKI_DIR
+SERVING_DIR = karmada_components.SERVING_DIR
 ETCD_CLIENT_PORT = 2379
 ETCD_PEER_PORT = 2380
 ETCD_METRICS_PORT = 2381
