@@ -13,6 +13,11 @@ import hashlib
 import json
 from typing import Any
 
+try:  # as Ansible ships it to the module
+    from ansible.module_utils.karmada_closed_args import closed_args_used
+except ImportError:  # as plain Python (tests, plugins)
+    from karmada_closed_args import closed_args_used  # type: ignore[no-redef]
+
 DEFAULT_KARMADA_VERSION = "v1.18.2"
 DEFAULT_KUBERNETES_VERSION = "v1.34.12"
 DEFAULT_ETCD_TAG = "3.6.6-0"
@@ -65,13 +70,30 @@ class PlanError(ValueError):
 
 
 def _image(registry: str, repository: str, tag: str, override: dict[str, Any] | None) -> str:
+    """registry/repository:tag, or registry/repository@digest when the override pins a digest."""
     override = override or {}
-    return f"{override.get('registry') or registry}/{override.get('repository') or repository}:" \
-           f"{override.get('tag') or tag}"
+    name = f"{override.get('registry') or registry}/{override.get('repository') or repository}"
+    if override.get("digest"):
+        return f"{name}@{override['digest']}"
+    return f"{name}:{override.get('tag') or tag}"
 
 
-def _args(defaults: dict[str, Any], extra: dict[str, str] | None, gates: dict[str, bool]) -> list[str]:
-    """Command-line flags: defaults, then feature gates, then the user's extraArgs (which win)."""
+def _image_version(override: dict[str, Any] | None, default: str) -> str:
+    """What status reports as a component's desired version: the digest it is pinned to, else its tag."""
+    override = override or {}
+    return override.get("digest") or override.get("tag") or default
+
+
+def _args(defaults: dict[str, Any], extra: dict[str, str] | None, gates: dict[str, bool], *,
+          key: str, field: str) -> list[str]:
+    """Command-line flags: defaults, then feature gates, then the user's extraArgs (which win).
+
+    extraArgs that CLOSED_ARGS[key] lists are refused (the CRD refuses them too; this covers
+    objects stored before that rule): PlanError naming ``field``.
+    """
+    refused = closed_args_used(key, extra)
+    if refused:
+        raise PlanError(field, f"must not set {', '.join(refused)}: the operator sets these itself")
     merged: dict[str, Any] = dict(defaults)
     if gates:
         merged["feature-gates"] = ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
@@ -182,10 +204,11 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
             "component": binary,
             "enabled": enabled,
             "image": image,
-            "version": (comp.get("image") or {}).get("tag")
-            or (kube_version if key == "kubeControllerManager" else karmada_version),
+            "version": _image_version(comp.get("image"),
+                                      kube_version if key == "kubeControllerManager" else karmada_version),
             "command": command,
-            "args": _args(defaults, comp.get("extraArgs"), _gates(spec, comp)),
+            "args": _args(defaults, comp.get("extraArgs"), _gates(spec, comp), key=key,
+                          field=f"spec.components.{key}.extraArgs"),
             "kubeconfigSecret": f"{name}-{suffix}-kubeconfig",
             "service": deploy_name if key in SERVING else "",
             "serviceDNS": svc_dns(deploy_name),
@@ -291,7 +314,7 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
             "storageClassName": storage.get("storageClassName") or "",
             "hostPath": storage.get("hostPath") or "",
         },
-        "args": _args({}, local.get("extraArgs"), {}),
+        "args": _args({}, local.get("extraArgs"), {}, key="etcd", field="spec.etcd.local.extraArgs"),
         "pod": _pod(spec, local, replicas),
     }
 
@@ -337,11 +360,12 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
         "pkiFiles": pki_files,
         "mounts": {"pki": pki_files, "etcd": etcd_ca, "kubeconfig": []},
         "image": _image(registry, "kube-apiserver", version, api.get("image")),
-        "version": (api.get("image") or {}).get("tag") or version,
+        "version": _image_version(api.get("image"), version),
         "serviceType": api.get("serviceType") or "ClusterIP",
         "nodePort": api.get("nodePort"),
         "port": APISERVER_PORT,
-        "args": _args(defaults, api.get("extraArgs"), _gates(spec, api)),
+        "args": _args(defaults, api.get("extraArgs"), _gates(spec, api), key="apiServer",
+                      field="spec.apiServer.extraArgs"),
         "pod": _pod(spec, api, int(api.get("replicas") or 1)),
         "externalLoadBalancer": {"addresses": list(lb.get("addresses") or []),
                                  "dnsNames": list(lb.get("dnsNames") or []), "port": int(lb.get("port") or 443)},
