@@ -166,6 +166,7 @@ def resources() -> Schema:
         "maxProperties": 16,
         "additionalProperties": quantity_or_int("Amount, as a Kubernetes quantity (e.g. 500m, 1Gi)."),
     }
+
     def q(field: str) -> str:
         return f"quantity(string(self.{field}[k]))"
 
