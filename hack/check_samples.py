@@ -47,7 +47,10 @@ def schemas() -> dict[str, dict]:
 
 BROKEN = {
     "KarmadaDeployment": [("etcd", {"local": {"replicas": 4}}), ("deletionPolicy", "Orphan"),
-                          ("karmadaVersion", "1.18"), ("components", {"etcdProxy": {}})],
+                          ("karmadaVersion", "1.18"), ("components", {"etcdProxy": {}}),
+                          ("images", {"karmadaRegistry": "docker.io/karmada:v1.18.2"}),
+                          ("components", {"scheduler": {"image": {"digest": "sha256:abc"}}}),
+                          ("globals", {"labels": {"team": "not a label value"}})],
     "EtcdBackup": [("retention", {"maxBackups": 0}), ("schedule", "nightly")],
     "EtcdRestore": [("bumpRevision", -1)],
 }

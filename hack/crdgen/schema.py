@@ -12,8 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# The component registry and the default versions live with the operator's code (one home).
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
+# The component registry, the default versions and the closed flags live with the operator's
+# code (one home); this file runs standalone (hack/crdgen/generate.py), so it finds them by path.
+_MODULE_UTILS = str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils")
+if _MODULE_UTILS not in sys.path:
+    sys.path.insert(0, _MODULE_UTILS)
 import karmada_components as registry  # noqa: E402
 
 GROUP = "operator.karmada.io"
@@ -28,8 +31,52 @@ DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-
 SAN_DNS = r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 QUANTITY = (r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
             r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
-IMAGE_REF_PART = r"^[a-z0-9]+([._/:-][a-z0-9]+)*$"
+_IMAGE_PATH_PART = r"[a-z0-9]+([._-][a-z0-9]+)*"
+# A registry (host, optional :port, optional path) and a repository: no tag, no digest.
+IMAGE_REGISTRY = rf"^{_IMAGE_PATH_PART}(:[0-9]{{1,5}})?(/{_IMAGE_PATH_PART})*$"
+IMAGE_REPOSITORY = rf"^{_IMAGE_PATH_PART}(/{_IMAGE_PATH_PART})*$"
 TAG = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
+DIGEST = r"^sha256:[a-f0-9]{64}$"
+
+# Kubernetes label syntax (k8s.io/apimachinery validation.IsQualifiedName / IsValidLabelValue):
+# key = optional DNS-subdomain prefix (at most 253) + "/" + name (at most 63); value at most 63.
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+LABEL_KEY = rf"^({DNS1123_SUBDOMAIN[1:-1]}/)?{_LABEL_NAME}$"
+LABEL_KEY_PREFIX_SIZE = r"^([^/]{1,253}/)?[^/]+$"
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+# Labels the operator sets on everything it makes and selects its objects by.
+RESERVED_LABELS = ["app.kubernetes.io/instance", "app.kubernetes.io/name", "app.kubernetes.io/managed-by"]
+
+# Host directories etcd's HostPath storage may not use: the directory and everything below it...
+SYSTEM_SUBTREES = ["proc", "sys", "dev", "etc", "boot", "run", "var/run", "bin", "sbin", "lib", "lib64", "usr"]
+# ...and these only as such (data under /var/lib or /root/... is fine).
+SYSTEM_EXACT = ["", "root", "var"]
+HOSTPATH_SYSTEM = (r"^/+((" + "|".join(d.replace("/", "/+") for d in SYSTEM_SUBTREES) + r")(/.*)?"
+                   r"|(" + "|".join(d for d in SYSTEM_EXACT if d) + r")/*)?$")
+# A "." or ".." path segment.
+DOT_SEGMENT = r"(^|/)\.\.?(/|$)"
+DOTDOT_SEGMENT = r"(^|/)\.\.(/|$)"
+
+
+def _cron_field(value: str, names: list[str] | None = None) -> str:
+    """One cron field: *, a value, a-b, each optionally /step, comma-separated."""
+    atom = f"({value}|{'|'.join(names)})" if names else f"({value})"
+    item = rf"(\*|{atom}(-{atom})?)(/[1-9][0-9]?)?"
+    return rf"{item}(,{item})*"
+
+
+_MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
+_DAYS = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]
+CRON_FIELDS = [
+    _cron_field(r"[0-5]?[0-9]"),                                     # minute 0-59
+    _cron_field(r"[01]?[0-9]|2[0-3]"),                               # hour 0-23
+    _cron_field(r"0?[1-9]|[12][0-9]|3[01]"),                         # day of month 1-31
+    _cron_field(r"0?[1-9]|1[0-2]", _MONTHS + [m.lower() for m in _MONTHS]),  # month 1-12, JAN-DEC
+    # day of week 0-6 (0: Sunday): 7 is refused by the cron parser of Kubernetes CronJobs (robfig/cron).
+    _cron_field(r"[0-6]", _DAYS + [d.lower() for d in _DAYS]),
+]
+CRON_MACROS = ["yearly", "annually", "monthly", "weekly", "daily", "midnight", "hourly"]
+CRON = r"^(@(" + "|".join(CRON_MACROS) + r")|" + r"\s+".join(f"({f})" for f in CRON_FIELDS) + r")$"
 
 
 
@@ -100,6 +147,11 @@ def quantity_or_int(description: str) -> Schema:
         "x-kubernetes-int-or-string": True,
         "anyOf": [{"type": "integer"}, {"type": "string"}],
         "pattern": QUANTITY,
+        "maxLength": 64,  # bounds the cost estimate of the rule below
+        "x-kubernetes-validations": [
+            cel("!isQuantity(string(self)) || sign(quantity(string(self))) >= 0",
+                "a quantity must not be negative"),
+        ],
     }
 
 
@@ -109,12 +161,23 @@ def resources() -> Schema:
         "maxProperties": 16,
         "additionalProperties": quantity_or_int("Amount, as a Kubernetes quantity (e.g. 500m, 1Gi)."),
     }
+
+    def q(field: str) -> str:
+        return f"quantity(string(self.{field}[k]))"
+
     return obj(
         "Compute resources (requests and limits), as in a container spec.",
         {
             "requests": {**qmap, "description": "Minimum resources guaranteed to the container."},
             "limits": {**qmap, "description": "Maximum resources the container may use."},
         },
+        **{"x-kubernetes-validations": [
+            cel("!has(self.limits) || !has(self.requests) || self.requests.all(k, !(k in self.limits) || "
+                "!isQuantity(string(self.requests[k])) || !isQuantity(string(self.limits[k])) || "
+                f"{q('requests')}.compareTo({q('limits')}) <= 0)",
+                "resources.requests must not exceed resources.limits of the same resource",
+                fieldPath=".requests"),
+        ]},
     )
 
 
@@ -152,15 +215,30 @@ def affinity() -> Schema:
     )
 
 
+def image_registry(description: str, field: str, **kw: Any) -> Schema:
+    """A registry (host[:port][/path]); a tag or digest in it is refused with a message naming the field."""
+    return s(description, maxLength=255, pattern=IMAGE_REGISTRY, **kw, **{"x-kubernetes-validations": [
+        cel(r"!self.contains('@') && !self.matches(r'/.*:|:([0-9]*[^0-9/]|/|$)')",
+            f"{field} must not contain a tag or digest (':' only before a port number, no '@'); "
+            "set image.tag or image.digest instead"),
+    ]})
+
+
 def image_override() -> Schema:
     return obj(
         "Image override; unset parts come from spec.images and the component's default.",
         {
-            "registry": s("Registry and path prefix, e.g. registry.example.com/karmada.",
-                          maxLength=255, pattern=IMAGE_REF_PART),
+            "registry": image_registry("Registry and path prefix, e.g. registry.example.com/karmada.",
+                                       "image.registry"),
             "repository": s("Repository name under the registry, e.g. karmada-scheduler.",
-                            maxLength=255, pattern=IMAGE_REF_PART),
+                            maxLength=255, pattern=IMAGE_REPOSITORY, **{"x-kubernetes-validations": [
+                                cel("!self.contains(':') && !self.contains('@')",
+                                    "image.repository must not contain ':' or '@'; "
+                                    "set image.tag or image.digest instead"),
+                            ]}),
             "tag": s(f"Image tag, e.g. {registry.DEFAULT_KARMADA_VERSION}.", pattern=TAG),
+            "digest": s("Image digest (sha256:<64 hex digits>); when set the image is pulled by digest "
+                        "and tag is ignored.", pattern=DIGEST),
         },
     )
 
@@ -185,6 +263,31 @@ def extra_args() -> Schema:
         cel("self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",
             "extraArgs keys are flag names without leading dashes, e.g. v or kube-api-qps"),
     ]
+    return out
+
+
+def close_args(props: Schema, field: str, closed: dict[str, str]) -> None:
+    """Refuse the flags in ``closed`` (karmada_components.closed_args()) in props' extraArgs."""
+    flags = sorted(closed)
+    listed = "[" + ", ".join(f"'{f}'" for f in flags) + "]"
+    tail = ": the operator sets these itself (see docs/karmadadeployment.md, extraArgs the operator refuses)"
+    props["extraArgs"]["x-kubernetes-validations"].append(cel(
+        f"!self.exists(k, k in {listed})", f"{field}.extraArgs must not set {', '.join(flags)}{tail}"))
+
+
+def label_map(description: str, field: str, reserved: list[str] | None = None) -> Schema:
+    """Kubernetes labels: keys and values checked as the API server checks them on objects."""
+    out = string_map(description)
+    out["additionalProperties"] = {"type": "string", "maxLength": 63, "pattern": LABEL_VALUE}
+    rules = [cel(f"self.all(k, k.matches(r'{LABEL_KEY}') && k.matches(r'{LABEL_KEY_PREFIX_SIZE}'))",
+                 f"{field} keys must be label keys: an optional DNS subdomain prefix (at most 253 "
+                 "characters) and '/', then a name of at most 63 letters, digits, '-', '_' or '.' "
+                 "that starts and ends with a letter or digit")]
+    if reserved:
+        rules.append(cel(
+            "!self.exists(k, k in [" + ", ".join(f"'{r}'" for r in reserved) + "])",
+            f"{field} must not set {', '.join(reserved)}: the operator sets them and selects its objects by them"))
+    out["x-kubernetes-validations"] = rules
     return out
 
 
@@ -220,13 +323,26 @@ def etcd_schema() -> Schema:
     storage = obj(
         "Where each etcd member keeps its data.",
         {
-            "type": s("EmptyDir (lost with the pod; tests only), HostPath, or PersistentVolumeClaim.",
-                      enum=["EmptyDir", "HostPath", "PersistentVolumeClaim"], default="PersistentVolumeClaim"),
+            "type": s("EmptyDir (lost with the pod; tests only), HostPath, or PersistentVolumeClaim. "
+                      "Fixed at creation.",
+                      enum=["EmptyDir", "HostPath", "PersistentVolumeClaim"], default="PersistentVolumeClaim",
+                      **{"x-kubernetes-validations": [
+                          cel("self == oldSelf", "spec.etcd.local.storage.type cannot change after creation: "
+                              "the members' data would not move to the new storage"),
+                      ]}),
             "size": {**quantity_or_int("Volume size for PersistentVolumeClaim, e.g. 8Gi."), "default": "8Gi"},
             "storageClassName": s("StorageClass of the claims; empty uses the cluster default.",
                                   maxLength=253, pattern=DNS1123_SUBDOMAIN),
-            "hostPath": s("Directory on the node for HostPath storage (one subdirectory per member).",
-                          maxLength=4096, pattern=r"^/.*$"),
+            "hostPath": s("Directory on the node for HostPath storage (one subdirectory per member); not "
+                          "/ or a system directory.", maxLength=4096, pattern=r"^/.*$",
+                          **{"x-kubernetes-validations": [
+                              cel(f"!self.matches(r'{DOT_SEGMENT}')",
+                                  "spec.etcd.local.storage.hostPath must not contain '.' or '..' segments"),
+                              cel(f"!self.matches(r'{HOSTPATH_SYSTEM}')",
+                                  "spec.etcd.local.storage.hostPath must not be / or a system directory ("
+                                  + ", ".join(f"/{d}" for d in SYSTEM_EXACT if d) + ", or anything under "
+                                  + ", ".join(f"/{d}" for d in SYSTEM_SUBTREES) + ")"),
+                          ]}),
         },
         **{"x-kubernetes-validations": [
             cel("!has(self.type) || self.type != 'HostPath' || has(self.hostPath)",
@@ -236,8 +352,13 @@ def etcd_schema() -> Schema:
     local = obj(
         "An etcd cluster run by the operator as a StatefulSet.",
         {
-            "replicas": s("Members: 1, 3, 5 or 7 (odd, to keep a quorum).", "integer", enum=[1, 3, 5, 7],
-                          default=3),
+            "replicas": s("Members: 1, 3, 5 or 7 (odd, to keep a quorum). Fixed at creation: members "
+                          "always start as a new cluster.", "integer", enum=[1, 3, 5, 7], default=3,
+                          **{"x-kubernetes-validations": [
+                              cel("self == oldSelf", "spec.etcd.local.replicas cannot change after creation: "
+                                  "etcd members start with --initial-cluster-state=new, so added or removed "
+                                  "members would break the cluster"),
+                          ]}),
             "version": s(f"etcd image tag, e.g. {registry.DEFAULT_ETCD_TAG}.", pattern=TAG),
             "image": image_override(),
             "storage": {**storage, "default": {}},
@@ -249,6 +370,7 @@ def etcd_schema() -> Schema:
             "extraArgs": extra_args(),
         },
     )
+    close_args(local["properties"], "spec.etcd.local", registry.closed_args()["etcd"])
     external = obj(
         "An etcd cluster the operator does not run.",
         {
@@ -270,6 +392,9 @@ def etcd_schema() -> Schema:
         **{"x-kubernetes-validations": [
             cel("has(self.local) != has(self.external)",
                 "exactly one of etcd.local or etcd.external must be set"),
+            cel("has(self.local) == has(oldSelf.local) && has(self.external) == has(oldSelf.external)",
+                "spec.etcd.local and spec.etcd.external cannot be switched after creation: the data would "
+                "not move; restore a backup into a new KarmadaDeployment instead"),
         ]},
     )
 
@@ -298,6 +423,7 @@ def api_server_schema() -> Schema:
                 "externalLoadBalancer needs at least one address or DNS name"),
         ]},
     )
+    close_args(props, "spec.apiServer", registry.closed_args()["apiServer"])
     props["certSANs"] = arr(
         "Extra subject alternative names (IPs or DNS names) for the karmada-apiserver certificate.",
         s("IP address or DNS name.", maxLength=253,
@@ -368,7 +494,7 @@ def member_schema() -> Schema:
             "provider": s("Cloud provider or site label, copied to the Cluster.", maxLength=63),
             "region": s("Region, copied to the Cluster.", maxLength=63),
             "zones": arr("Zones, copied to the Cluster.", s("Zone.", maxLength=63), maxItems=16),
-            "labels": string_map("Labels put on the Cluster object."),
+            "labels": label_map("Labels put on the Cluster object.", "members[].labels"),
             "taints": arr("Taints put on the Cluster object.", taint, maxItems=16),
             "agentPlacement": s("Pull mode: where karmada-agent runs. Member (usual: only the member dials "
                                 "out, so Karmada needs an address the member can reach, "
@@ -404,6 +530,9 @@ def conditions() -> Schema:
 
 def karmada_deployment_spec() -> Schema:
     components = {comp.key: component(comp) for comp in registry.components()}
+    for key, closed in registry.closed_args().items():
+        if key in components:
+            close_args(components[key]["properties"], f"spec.components.{key}", closed)
     return obj(
         "Desired Karmada control plane.",
         {
@@ -414,10 +543,11 @@ def karmada_deployment_spec() -> Schema:
             "images": obj(
                 "Where images come from (air-gapped installs point these at a mirror).",
                 {
-                    "karmadaRegistry": s("Registry for Karmada images.", maxLength=255, pattern=IMAGE_REF_PART,
-                                         default=registry.DEFAULT_KARMADA_REGISTRY),
-                    "kubernetesRegistry": s("Registry for Kubernetes and etcd images.", maxLength=255,
-                                            pattern=IMAGE_REF_PART, default=registry.DEFAULT_KUBERNETES_REGISTRY),
+                    "karmadaRegistry": image_registry("Registry for Karmada images.", "images.karmadaRegistry",
+                                                      default=registry.DEFAULT_KARMADA_REGISTRY),
+                    "kubernetesRegistry": image_registry("Registry for Kubernetes and etcd images.",
+                                                         "images.kubernetesRegistry",
+                                                         default=registry.DEFAULT_KUBERNETES_REGISTRY),
                     "pullPolicy": s("Image pull policy of every workload.",
                                     enum=["Always", "IfNotPresent", "Never"], default="IfNotPresent"),
                     "pullSecrets": arr("Image pull secrets (same namespace).", local_ref("a pull Secret"),
@@ -433,7 +563,8 @@ def karmada_deployment_spec() -> Schema:
             "globals": obj(
                 "Settings applied to every component; changing one rolls every component out.",
                 {
-                    "labels": string_map("Labels added to every object the operator creates."),
+                    "labels": label_map("Labels added to every object the operator creates.", "spec.globals.labels",
+                                        reserved=RESERVED_LABELS),
                     "annotations": string_map("Annotations added to every object the operator creates."),
                     "featureGates": feature_gates("Feature gates passed to every Karmada component."),
                     "nodeSelector": string_map("Node labels every pod must match (a component's own wins)."),
@@ -540,7 +671,14 @@ def etcd_backup_spec() -> Schema:
             "karmadaDeploymentRef": local_ref("the KarmadaDeployment whose etcd is backed up"),
             "schedule": s("Cron schedule (5 fields, UTC); omit for a single backup now.", maxLength=128,
                           pattern=r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|"
-                                  r"(\S+\s+){4}\S+)$"),
+                                  r"(\S+\s+){4}\S+)$",
+                          **{"x-kubernetes-validations": [
+                              cel(f"self.matches(r'{CRON}')",
+                                  "spec.schedule must be @hourly, @daily, @midnight, @weekly, @monthly, @yearly, "
+                                  "@annually or 5 cron fields: minute 0-59, hour 0-23, day of month 1-31, "
+                                  "month 1-12 or JAN-DEC, day of week 0-6 or SUN-SAT; each *, a value, a-b, "
+                                  "optionally /step, or a comma-separated list of those"),
+                          ]}),
             "suspend": s("Pause the schedule.", "boolean", default=False),
             "retention": obj("How many backups to keep.", {
                 "maxBackups": s("Keep the newest N snapshots; older ones are deleted.", "integer", minimum=1,
@@ -551,8 +689,14 @@ def etcd_backup_spec() -> Schema:
                 {
                     "pvc": obj("A PersistentVolumeClaim (e.g. CephFS, ReadWriteMany).", {
                         "claimName": s("Claim name.", minLength=1, maxLength=253, pattern=DNS1123_SUBDOMAIN),
-                        "subPath": s("Directory inside the volume.", maxLength=1024,
-                                     pattern=r"^[^/](.*[^/])?$"),
+                        "subPath": s("Directory inside the volume (relative, no '..').", maxLength=1024,
+                                     pattern=r"^[^/](.*[^/])?$", **{"x-kubernetes-validations": [
+                                         cel("!self.startsWith('/')",
+                                             "spec.storage.pvc.subPath must be relative to the volume"),
+                                         cel(f"!self.matches(r'{DOTDOT_SEGMENT}')",
+                                             "spec.storage.pvc.subPath must not contain '..' segments: it "
+                                             "must stay inside the volume"),
+                                     ]}),
                     }, required=["claimName"]),
                     "s3": obj("S3-compatible object storage.", {
                         "endpoint": s("Endpoint URL.", maxLength=2048, pattern=r"^https?://.+$"),
@@ -610,7 +754,11 @@ def etcd_restore_spec() -> Schema:
                     "snapshot": s("With backupRef: latest, or a snapshot file name from its status.",
                                   maxLength=253, default="latest", pattern=r"^[A-Za-z0-9._-]+$"),
                     "location": s("Explicit pvc://claim/path or s3://bucket/key.", maxLength=2048,
-                                  pattern=r"^(pvc|s3)://[^/]+/.+$"),
+                                  pattern=r"^(pvc|s3)://[^/]+/.+$", **{"x-kubernetes-validations": [
+                                      cel(r"!self.matches(r'^[a-z0-9]+://[^/]*/(.*/)?\.\.(/.*)?$')",
+                                          "spec.source.location must not contain '..' path segments: it "
+                                          "must stay inside the volume or bucket"),
+                                  ]}),
                 },
                 **{"x-kubernetes-validations": [
                     cel("has(self.backupRef) != has(self.location)",

@@ -129,21 +129,36 @@ _CONTROLLER_ARGS = {
     "leader-elect-resource-namespace": "karmada-system",
     "v": "2",
 }
-_CLOSED_KUBECONFIG = {"kubeconfig": "the operator-issued kubeconfig is the component's identity"}
+# Why each closed flag is closed (docs/karmadadeployment.md lists them all; a unit test checks).
+_KUBECONFIG = "the operator writes the component's kubeconfig; another one could point it at a " \
+              "different API server or credentials"
+_TLS_CERT = "serving certificate the operator issues from its CA and rotates"
+_TLS_KEY = "key of the serving certificate the operator issues"
+_TLS_MIN = "the operator pins TLS 1.2 as the minimum; a lower version weakens every connection"
+_TLS_CIPHERS = "could enable weak cipher suites; Go's defaults are the safe set"
+_ETCD_CA = "CA that authenticates etcd (the operator's etcd CA or the external etcd's)"
+_ETCD_CERT = "client certificate for etcd, issued by the operator"
+_ETCD_KEY = "key of the etcd client certificate"
+_CLIENT_CA = "CA that authenticates client certificates; another CA would let other clients in"
+_AUTHN_KUBECONFIG = "delegated authentication must go to karmada-apiserver with the operator's credentials"
+_AUTHZ_KUBECONFIG = "delegated authorization must go to karmada-apiserver with the operator's credentials"
+
 _CLOSED_AGGREGATED = {
-    **_CLOSED_KUBECONFIG,
-    "tls-cert-file": "serving certificate issued and rotated by the operator",
-    "tls-private-key-file": "serving key issued and rotated by the operator",
-    "client-ca-file": "client certificates must be checked against the Karmada CA",
-    "authentication-kubeconfig": "delegated authentication must go to karmada-apiserver",
-    "authorization-kubeconfig": "delegated authorization must go to karmada-apiserver",
+    "kubeconfig": _KUBECONFIG,
+    "authentication-kubeconfig": _AUTHN_KUBECONFIG,
+    "authorization-kubeconfig": _AUTHZ_KUBECONFIG,
+    "client-ca-file": _CLIENT_CA,
+    "tls-cert-file": _TLS_CERT,
+    "tls-private-key-file": _TLS_KEY,
+    "tls-min-version": _TLS_MIN,
+    "tls-cipher-suites": _TLS_CIPHERS,
 }
 _CLOSED_ETCD_CLIENT = {
-    "etcd-cafile": "etcd is reached with the operator's etcd CA",
-    "etcd-certfile": "etcd client certificate issued by the operator",
-    "etcd-keyfile": "etcd client key issued by the operator",
+    "etcd-cafile": _ETCD_CA,
+    "etcd-certfile": _ETCD_CERT,
+    "etcd-keyfile": _ETCD_KEY,
 }
-_HEALTH_PORT = 443
+
 
 REGISTRY: tuple[Component, ...] = (
     Component(
@@ -178,25 +193,26 @@ REGISTRY: tuple[Component, ...] = (
             "v": "2",
         },
         closed_args={
-            **_CLOSED_KUBECONFIG,
-            "cluster-signing-cert-file": "certificates are signed by the operator's Karmada CA",
-            "cluster-signing-key-file": "certificates are signed by the operator's Karmada CA",
-            "service-account-private-key-file": "service account tokens are signed with the operator's key",
-            "root-ca-file": "service account tokens carry the Karmada CA",
-            "use-service-account-credentials": "each controller keeps its own least-privilege identity",
+            "kubeconfig": _KUBECONFIG,
+            "cluster-signing-cert-file": "the CA that signs certificate requests is the operator's Karmada CA",
+            "cluster-signing-key-file": "key of the CA that signs certificate requests",
+            "service-account-private-key-file": "key that signs service account tokens; it must match "
+                                                "karmada-apiserver's service-account-key-file",
+            "root-ca-file": "CA put into service account token Secrets; it must be the Karmada CA",
+            "use-service-account-credentials": "each controller runs with its own least-privilege service account",
         }),
     Component(
         key="controllerManager", binary="karmada-controller-manager", suffix="controller-manager",
         description="karmada-controller-manager", order=40, step="components",
         args={**_CONTROLLER_ARGS, "health-probe-bind-address": "$(POD_IP):10357",
               "cluster-status-update-frequency": "10s"},
-        closed_args=dict(_CLOSED_KUBECONFIG)),
+        closed_args={"kubeconfig": _KUBECONFIG}),
     Component(
         key="scheduler", binary="karmada-scheduler", suffix="scheduler",
         description="karmada-scheduler", order=50, step="components",
         args={**_CONTROLLER_ARGS, "health-probe-bind-address": "$(POD_IP):10351",
               "enable-scheduler-estimator": "false"},
-        closed_args=dict(_CLOSED_KUBECONFIG)),
+        closed_args={"kubeconfig": _KUBECONFIG}),
     Component(
         key="webhook", binary="karmada-webhook", suffix="webhook",
         description="karmada-webhook", order=60, step="components",
@@ -205,14 +221,15 @@ REGISTRY: tuple[Component, ...] = (
         args={**_KUBECONFIG_ARGS, "bind-address": "$(POD_IP)", "metrics-bind-address": "$(POD_IP):8080",
               "health-probe-bind-address": "$(POD_IP):8000", "secure-port": "{port}",
               "cert-dir": SERVING_DIR, "v": "2"},
-        closed_args={**_CLOSED_KUBECONFIG, "cert-dir": "serving certificate issued and rotated by the operator"}),
+        closed_args={"kubeconfig": _KUBECONFIG,
+                     "cert-dir": "directory of the serving certificate the operator issues and mounts"}),
     Component(
         key="descheduler", binary="karmada-descheduler", suffix="descheduler",
         description="karmada-descheduler", order=70, step="components", optional=True,
         pki_files=("ca.crt",),
         args={**_CONTROLLER_ARGS, "health-probe-bind-address": "$(POD_IP):10358",
               "scheduler-estimator-ca-file": "{pki}/ca.crt"},
-        closed_args=dict(_CLOSED_KUBECONFIG)),
+        closed_args={"kubeconfig": _KUBECONFIG}),
     Component(
         key="search", binary="karmada-search", suffix="search",
         description="karmada-search", order=80, step="components", optional=True,
@@ -245,33 +262,30 @@ REGISTRY: tuple[Component, ...] = (
 APISERVER_ORDER = 10
 ETCD_ORDER = 0
 APISERVER_CLOSED_ARGS = {
-    "authorization-mode": "Node,RBAC is what keeps every client to its rights",
-    "anonymous-auth": "unauthenticated requests must stay refused",
-    "client-ca-file": "client certificates must be checked against the Karmada CA",
-    "tls-cert-file": "serving certificate issued and rotated by the operator",
-    "tls-private-key-file": "serving key issued and rotated by the operator",
-    "tls-min-version": "TLS below 1.2 is not allowed",
-    "tls-cipher-suites": "weak cipher suites are not allowed",
-    "requestheader-client-ca-file": "front-proxy requests must be checked against the front-proxy CA",
-    "service-account-key-file": "service account tokens are verified with the operator's key",
-    "service-account-signing-key-file": "service account tokens are signed with the operator's key",
-    "token-auth-file": "static tokens bypass certificate identities",
+    "authorization-mode": "the operator sets Node,RBAC; AlwaysAllow would give every client full access",
+    "anonymous-auth": "anonymous requests are left to RBAC (which grants them only health and version "
+                      "paths; the kubelet probes need those); the flag is not a knob here",
+    "client-ca-file": _CLIENT_CA,
+    "requestheader-client-ca-file": "front-proxy CA; another CA would let anyone assert a user via headers",
+    "service-account-key-file": "public key that verifies service account tokens; another key accepts "
+                                "forged tokens",
+    "tls-cert-file": _TLS_CERT,
+    "tls-private-key-file": _TLS_KEY,
+    "tls-min-version": _TLS_MIN,
+    "tls-cipher-suites": _TLS_CIPHERS,
     **_CLOSED_ETCD_CLIENT,
 }
 ETCD_CLOSED_ARGS = {
     "client-cert-auth": "etcd clients must present a certificate from the etcd CA",
     "peer-client-cert-auth": "etcd peers must present a certificate from the etcd CA",
-    "auto-tls": "self-signed client TLS would bypass the etcd CA",
-    "peer-auto-tls": "self-signed peer TLS would bypass the etcd CA",
-    "cert-file": "serving certificate issued and rotated by the operator",
-    "key-file": "serving key issued and rotated by the operator",
-    "trusted-ca-file": "clients are checked against the operator's etcd CA",
-    "peer-cert-file": "peer certificate issued and rotated by the operator",
-    "peer-key-file": "peer key issued and rotated by the operator",
-    "peer-trusted-ca-file": "peers are checked against the operator's etcd CA",
-    "initial-cluster": "membership is managed by the operator",
-    "initial-cluster-state": "membership is managed by the operator",
-    "data-dir": "the data directory is the member's volume",
+    "auto-tls": "self-signed client TLS would replace the operator's certificates",
+    "peer-auto-tls": "self-signed peer TLS would replace the operator's certificates",
+    "cert-file": "client-facing certificate the operator issues",
+    "key-file": "key of the client-facing certificate",
+    "trusted-ca-file": "CA that authenticates etcd clients",
+    "peer-cert-file": "peer certificate the operator issues",
+    "peer-key-file": "key of the peer certificate",
+    "peer-trusted-ca-file": "CA that authenticates etcd peers",
 }
 
 
@@ -293,11 +307,23 @@ def installable(registry: tuple[Component, ...] | None = None) -> list[Component
 
 
 def closed_args(registry: tuple[Component, ...] | None = None) -> dict[str, dict[str, str]]:
-    """spec path of an extraArgs owner -> {flag: why it is closed}."""
-    out = {"apiServer": dict(APISERVER_CLOSED_ARGS), "etcd.local": dict(ETCD_CLOSED_ARGS)}
+    """Flags extraArgs may not set, by the spec key that owns the extraArgs: ``apiServer``, ``etcd``
+    (spec.etcd.local) and every installable component's key -> {flag: why it is closed}.
+
+    hack/crdgen turns them into the CRD's CEL rules; the plan refuses them too (objects stored
+    before the rule); docs/karmadadeployment.md explains each.
+    """
+    out = {"apiServer": dict(APISERVER_CLOSED_ARGS), "etcd": dict(ETCD_CLOSED_ARGS)}
     for comp in installable(registry):
-        out[f"components.{comp.key}"] = dict(comp.closed_args)
+        if comp.closed_args:
+            out[comp.key] = dict(comp.closed_args)
     return out
+
+
+def closed_args_used(key: str, extra: dict[str, str] | None) -> list[str]:
+    """The flags in ``extra`` (the extraArgs of spec key ``key``) that are closed, sorted."""
+    closed = closed_args().get(key) or {}
+    return sorted(flag for flag in (extra or {}) if flag in closed)
 
 
 def upgrade_order(registry: tuple[Component, ...] | None = None) -> list[str]:

@@ -6,6 +6,9 @@ from typing import Any
 
 
 def _image_tag(image: str) -> str:
+    """The tag of an image reference, or its digest when it is pinned by one (as the plan pins it)."""
+    if "@" in image:
+        return image.split("@", 1)[1]
     tail = image.rsplit("/", 1)[-1]
     return tail.split(":", 1)[1] if ":" in tail else ""
 

@@ -48,13 +48,30 @@ class PlanError(ValueError):
 
 
 def _image(registry: str, repository: str, tag: str, override: dict[str, Any] | None) -> str:
+    """registry/repository:tag, or registry/repository@digest when the override pins a digest."""
     override = override or {}
-    return f"{override.get('registry') or registry}/{override.get('repository') or repository}:" \
-           f"{override.get('tag') or tag}"
+    name = f"{override.get('registry') or registry}/{override.get('repository') or repository}"
+    if override.get("digest"):
+        return f"{name}@{override['digest']}"
+    return f"{name}:{override.get('tag') or tag}"
 
 
-def _args(defaults: dict[str, Any], extra: dict[str, str] | None, gates: dict[str, bool]) -> list[str]:
-    """Command-line flags: defaults, then feature gates, then the user's extraArgs (which win)."""
+def _image_version(override: dict[str, Any] | None, default: str) -> str:
+    """What status reports as a component's desired version: the digest it is pinned to, else its tag."""
+    override = override or {}
+    return override.get("digest") or override.get("tag") or default
+
+
+def _args(defaults: dict[str, Any], extra: dict[str, str] | None, gates: dict[str, bool], *,
+          key: str, field: str) -> list[str]:
+    """Command-line flags: defaults, then feature gates, then the user's extraArgs (which win).
+
+    extraArgs closed for spec key ``key`` (karmada_components.closed_args) are refused (the CRD
+    refuses them too; this covers objects stored before that rule): PlanError naming ``field``.
+    """
+    refused = karmada_components.closed_args_used(key, extra)
+    if refused:
+        raise PlanError(field, f"must not set {', '.join(refused)}: the operator sets these itself")
     merged: dict[str, Any] = dict(defaults)
     if gates:
         merged["feature-gates"] = ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
@@ -253,8 +270,7 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
             "storageClassName": storage.get("storageClassName") or "",
             "hostPath": storage.get("hostPath") or "",
         },
-        "args": _args({}, _open_args("spec.etcd.local.extraArgs", local.get("extraArgs"),
-                                     karmada_components.ETCD_CLOSED_ARGS), {}),
+        "args": _args({}, local.get("extraArgs"), {}, key="etcd", field="spec.etcd.local.extraArgs"),
         "pod": _pod(spec, local, replicas),
     }
 
@@ -300,12 +316,12 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
         "pkiFiles": pki_files,
         "mounts": {"pki": pki_files, "etcd": etcd_ca, "kubeconfig": []},
         "image": _image(registry, "kube-apiserver", version, api.get("image")),
-        "version": (api.get("image") or {}).get("tag") or version,
+        "version": _image_version(api.get("image"), version),
         "serviceType": api.get("serviceType") or "ClusterIP",
         "nodePort": api.get("nodePort"),
         "port": APISERVER_PORT,
-        "args": _args(defaults, _open_args("spec.apiServer.extraArgs", api.get("extraArgs"),
-                                           karmada_components.APISERVER_CLOSED_ARGS), _gates(spec, api)),
+        "args": _args(defaults, api.get("extraArgs"), _gates(spec, api), key="apiServer",
+                      field="spec.apiServer.extraArgs"),
         "pod": _pod(spec, api, int(api.get("replicas") or 1)),
         "externalLoadBalancer": {"addresses": list(lb.get("addresses") or []),
                                  "dnsNames": list(lb.get("dnsNames") or []), "port": int(lb.get("port") or 443)},
@@ -356,10 +372,10 @@ def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], na
         "enabled": bool(cspec.get("enabled", not comp.optional)),
         "image": _image(kube_registry if kube else karmada_registry, comp.image_repository, version,
                         cspec.get("image")),
-        "version": (cspec.get("image") or {}).get("tag") or version,
+        "version": _image_version(cspec.get("image"), version),
         "command": comp.default_command,
-        "args": _args(defaults, _open_args(f"spec.components.{comp.key}.extraArgs", cspec.get("extraArgs"),
-                                           comp.closed_args), _gates(spec, cspec)),
+        "args": _args(defaults, cspec.get("extraArgs"), _gates(spec, cspec), key=comp.key,
+                      field=f"spec.components.{comp.key}.extraArgs"),
         "kubeconfigSecret": f"{name}-{comp.suffix}-kubeconfig",
         "service": deploy_name if comp.serving else "",
         "serviceDNS": svc_dns(deploy_name),
@@ -371,15 +387,6 @@ def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], na
                          "groupPriorityMinimum": api.group_priority_minimum,
                          "versionPriority": api.version_priority} for api in comp.api_services],
     }
-
-
-def _open_args(field: str, extra: dict[str, str] | None, closed: dict[str, str]) -> dict[str, str]:
-    """extraArgs, refusing closed flags (the CRD refuses them too; this covers objects stored before)."""
-    for flag in sorted(extra or {}):
-        if flag in closed:
-            raise PlanError(f"{field}.{flag}", f"--{flag} is set by the operator and cannot be overridden: "
-                                               f"{closed[flag]}")
-    return dict(extra or {})
 
 
 def _mounts(comp: karmada_components.Component, etcd: dict[str, Any]) -> dict[str, Any]:

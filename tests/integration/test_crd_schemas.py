@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from karmada_components import closed_args
+
+CLOSED_ARGS = closed_args()
 
 from support import kube_apiserver
 from support.waiting import crds_established
@@ -84,6 +87,7 @@ def _set(obj: dict, path: str, value) -> None:
 
 
 _DELETE = object()
+RESERVED = ["app.kubernetes.io/instance", "app.kubernetes.io/name", "app.kubernetes.io/managed-by"]
 
 # (id, kind, {path: value}, substrings the user must see)
 BROKEN = [
@@ -151,7 +155,146 @@ BROKEN = [
      ["spec.bumpRevision", "greater than or equal to 0"]),
     ("restore-bad-location", "EtcdRestore", {"spec.source": {"location": "ftp://host/file.db"}},
      ["spec.source.location", "should match"]),
+    # extraArgs the operator owns (karmada_components.closed_args()): cases added below, one per spec key.
+    # spec.globals.labels / members[].labels: reserved keys and Kubernetes label syntax.
+    *[(f"reserved-label-{key.rsplit('/', 1)[1]}", "KarmadaDeployment", {"spec.globals.labels": {key: "x"}},
+       ["spec.globals.labels", f"must not set {', '.join(RESERVED)}", "selects its objects by them"])
+      for key in RESERVED],
+    ("label-key-leading-dash", "KarmadaDeployment", {"spec.globals.labels": {"-team": "a"}},
+     ["spec.globals.labels", "keys must be label keys"]),
+    ("label-key-two-slashes", "KarmadaDeployment", {"spec.globals.labels": {"a.example/b/c": "a"}},
+     ["spec.globals.labels", "keys must be label keys"]),
+    ("label-key-name-too-long", "KarmadaDeployment", {"spec.globals.labels": {"x" * 64: "a"}},
+     ["spec.globals.labels", "keys must be label keys"]),
+    ("label-key-prefix-upper-case", "KarmadaDeployment", {"spec.globals.labels": {"Example.com/team": "a"}},
+     ["spec.globals.labels", "keys must be label keys"]),
+    ("label-key-prefix-too-long", "KarmadaDeployment",
+     {"spec.globals.labels": {("a" * 60 + ".") * 4 + "abcdefghijklmnopq/team": "a"}},
+     ["spec.globals.labels", "keys must be label keys"]),
+    ("label-value-space", "KarmadaDeployment", {"spec.globals.labels": {"team": "a b"}},
+     ["spec.globals.labels.team", "should match"]),
+    ("label-value-too-long", "KarmadaDeployment", {"spec.globals.labels": {"team": "v" * 64}},
+     ["spec.globals.labels.team", "may not be more than 63"]),
+    ("member-label-key", "KarmadaDeployment", {"spec.members.0.labels": {"env!": "prod"}},
+     ["spec.members[0].labels", "members[].labels keys must be label keys"]),
+    # image registries and repositories carry no tag or digest; digest has its own field
+    ("registry-with-tag", "KarmadaDeployment",
+     {"spec.components.scheduler.image": {"registry": "docker.io/karmada:v1.18.2"}},
+     ["spec.components.scheduler.image.registry", "image.registry must not contain a tag or digest"]),
+    ("registry-with-digest", "KarmadaDeployment",
+     {"spec.apiServer.image": {"registry": "registry.k8s.io@sha256"}},
+     ["spec.apiServer.image.registry", "image.registry must not contain a tag or digest"]),
+    ("registry-tag-without-path", "KarmadaDeployment",
+     {"spec.etcd.local.image": {"registry": "etcd:latest"}},
+     ["spec.etcd.local.image.registry", "image.registry must not contain a tag or digest"]),
+    ("repository-with-tag", "KarmadaDeployment",
+     {"spec.components.webhook.image": {"repository": "karmada-webhook:v1.18.2"}},
+     ["spec.components.webhook.image.repository", "image.repository must not contain ':' or '@'"]),
+    ("repository-with-digest", "KarmadaDeployment",
+     {"spec.components.webhook.image": {"repository": "karmada-webhook@sha256:" + "a" * 64}},
+     ["spec.components.webhook.image.repository", "image.repository must not contain ':' or '@'"]),
+    ("karmada-registry-with-tag", "KarmadaDeployment", {"spec.images.karmadaRegistry": "docker.io/karmada:latest"},
+     ["spec.images.karmadaRegistry", "images.karmadaRegistry must not contain a tag or digest"]),
+    ("kubernetes-registry-with-digest", "KarmadaDeployment",
+     {"spec.images.kubernetesRegistry": "registry.k8s.io@sha256:" + "a" * 64},
+     ["spec.images.kubernetesRegistry", "images.kubernetesRegistry must not contain a tag or digest"]),
+    ("digest-not-sha256", "KarmadaDeployment",
+     {"spec.components.scheduler.image": {"digest": "md5:" + "a" * 32}},
+     ["spec.components.scheduler.image.digest", "should match"]),
+    ("digest-short", "KarmadaDeployment", {"spec.components.scheduler.image": {"digest": "sha256:abc"}},
+     ["spec.components.scheduler.image.digest", "should match"]),
+    # resource quantities
+    ("negative-request", "KarmadaDeployment", {"spec.components.scheduler.resources": {"requests": {"cpu": "-100m"}}},
+     ["spec.components.scheduler.resources.requests[cpu]", "must not be negative"]),
+    ("negative-integer-limit", "KarmadaDeployment", {"spec.apiServer.resources": {"limits": {"cpu": -1}}},
+     ["spec.apiServer.resources.limits[cpu]", "must not be negative"]),
+    ("negative-storage-size", "KarmadaDeployment", {"spec.etcd.local.storage.size": "-8Gi"},
+     ["spec.etcd.local.storage.size", "must not be negative"]),
+    ("request-above-limit", "KarmadaDeployment",
+     {"spec.components.controllerManager.resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1500m"}}},
+     ["spec.components.controllerManager.resources.requests", "requests must not exceed resources.limits"]),
+    ("etcd-memory-request-above-limit", "KarmadaDeployment",
+     {"spec.etcd.local.resources": {"requests": {"memory": "1Gi"}, "limits": {"memory": "1000Mi"}}},
+     ["spec.etcd.local.resources.requests", "requests must not exceed resources.limits"]),
+    # etcd hostPath storage on the node's system directories
+    *[(f"hostpath-{name}", "KarmadaDeployment",
+       {"spec.etcd.local.storage": {"type": "HostPath", "hostPath": path}},
+       ["spec.etcd.local.storage.hostPath", "must not be / or a system directory"])
+      for name, path in [("root", "/"), ("etc", "/etc"), ("etc-child", "/etc/kubernetes/etcd"),
+                         ("proc", "/proc/1"), ("sys", "/sys/"), ("dev", "/dev/shm"), ("boot", "/boot/x"),
+                         ("var-run", "/var/run"), ("usr", "/usr/local/etcd"), ("var", "/var/"),
+                         ("double-slash", "//etc")]],
+    ("hostpath-dotdot", "KarmadaDeployment",
+     {"spec.etcd.local.storage": {"type": "HostPath", "hostPath": "/var/lib/../../etc"}},
+     ["spec.etcd.local.storage.hostPath", "must not contain '.' or '..' segments"]),
+    # EtcdBackup schedule: cron fields within their ranges
+    *[(f"backup-schedule-{name}", "EtcdBackup", {"spec.schedule": cron},
+       ["spec.schedule", "must be @hourly, @daily", "minute 0-59"])
+      for name, cron in [("minute-60", "60 * * * *"), ("hour-24", "0 24 * * *"), ("dom-0", "0 0 0 * *"),
+                         ("dom-32", "0 0 32 * *"), ("month-13", "0 0 1 13 *"), ("dow-7", "0 0 * * 7"),
+                         ("bad-name", "0 0 * JANUARY *"), ("step-0", "*/0 * * * *"),
+                         ("six-fields", "0 0 * * * *"), ("every", "@every 1h"), ("letters", "a b c d e")]],
+    # paths inside backup volumes stay inside them
+    ("backup-subpath-dotdot", "EtcdBackup", {"spec.storage.pvc.subPath": "../other-team"},
+     ["spec.storage.pvc.subPath", "must not contain '..' segments"]),
+    ("backup-subpath-inner-dotdot", "EtcdBackup", {"spec.storage.pvc.subPath": "karmada/../../x"},
+     ["spec.storage.pvc.subPath", "must not contain '..' segments"]),
+    ("backup-subpath-absolute", "EtcdBackup", {"spec.storage.pvc.subPath": "/srv/backups"},
+     ["spec.storage.pvc.subPath", "must be relative to the volume"]),
+    ("restore-location-dotdot", "EtcdRestore", {"spec.source": {"location": "pvc://etcd-backups/../x.db"}},
+     ["spec.source.location", "must not contain '..' path segments"]),
+    ("restore-s3-location-dotdot", "EtcdRestore", {"spec.source": {"location": "s3://bucket/a/../../b.db"}},
+     ["spec.source.location", "must not contain '..' path segments"]),
 ]
+
+
+def _extra_args_path(key: str) -> str:
+    return {"apiServer": "spec.apiServer", "etcd": "spec.etcd.local"}.get(key, f"spec.components.{key}")
+
+
+# Every closed flag of every spec key, all at once: the message names the field and each flag.
+BROKEN += [(f"closed-extra-args-{key}", "KarmadaDeployment",
+            {f"{_extra_args_path(key)}.extraArgs": {"v": "4", **{flag: "x" for flag in flags}}},
+            [f"{_extra_args_path(key)}.extraArgs", f"{_extra_args_path(key)}.extraArgs must not set",
+             *flags, "the operator sets these itself"])
+           for key, flags in CLOSED_ARGS.items()]
+
+# The valid counterparts of the rules above: still accepted.
+ACCEPTED = [
+    ("open-extra-args", "KarmadaDeployment",
+     {f"{_extra_args_path(key)}.extraArgs": {"v": "4", "kube-api-qps": "50"} for key in CLOSED_ARGS}),
+    ("labels", "KarmadaDeployment",
+     {"spec.globals.labels": {"app.kubernetes.io/part-of": "karmada", "example.com/team": "a-b_c.d", "empty": "",
+                              "x" * 63: "v" * 63, ("a" * 60 + ".") * 4 + "abcdefghi/n": "1"},
+      "spec.members.0.labels": {"topology.example.com/zone": "az1"}}),
+    ("registry-with-port-and-digest", "KarmadaDeployment", {
+        "spec.components.scheduler.image": {"registry": "reg.example:5000/mirror/karmada",
+                                            "repository": "team/karmada-scheduler", "tag": "v1.18.2",
+                                            "digest": "sha256:" + "0123456789abcdef" * 4},
+        "spec.images.karmadaRegistry": "localhost:5000/karmada"}),
+    ("request-equal-to-limit", "KarmadaDeployment", {
+        "spec.components.scheduler.resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                                "limits": {"cpu": "1000m", "memory": "1024Mi"}},
+        "spec.apiServer.resources": {"requests": {"cpu": 0, "memory": "512Mi"}, "limits": {"cpu": 2}},
+        "spec.etcd.local.resources": {"requests": {"cpu": "100m"}}}),
+    *[(f"hostpath-{name}", "KarmadaDeployment", {"spec.etcd.local.storage": {"type": "HostPath", "hostPath": path}})
+      for name, path in [("var-lib", "/var/lib/etcd-data"), ("under-root-home", "/root/etcd"), ("etcd", "/etcd")]],
+    *[(f"schedule-{name}", "EtcdBackup", {"spec.schedule": cron})
+      for name, cron in [("ranges-steps-lists", "*/15 0-6,22-23/2 1,15 JAN-MAR mon-fri"),
+                         ("bounds", "59 23 31 12 6"), ("start-step", "5/10 * * * SUN"), ("weekly", "@weekly"),
+                         ("annually", "@annually"), ("quarterly", "0 0 1 */3 *")]],
+    ("subpath-with-dots-in-names", "EtcdBackup", {"spec.storage.pvc.subPath": "karmada/..backups/v1..2"}),
+    ("restore-location", "EtcdRestore", {"spec.source": {"location": "pvc://etcd-backups/karmada/x..db"}}),
+]
+
+
+@pytest.mark.parametrize("kind,changes", [a[1:] for a in ACCEPTED], ids=[a[0] for a in ACCEPTED])
+def test_valid_counterpart_is_accepted(apiserver, kind, changes):
+    obj = copy.deepcopy(load_sample(kind))
+    for path, value in changes.items():
+        _set(obj, path, value)
+    result = dry_run(apiserver, obj)
+    assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.parametrize("kind,changes,expected", [b[1:] for b in BROKEN], ids=[b[0] for b in BROKEN])
@@ -163,3 +306,49 @@ def test_broken_variant_is_rejected_with_a_clear_message(apiserver, kind, change
     assert result.returncode != 0, f"accepted but should not be:\n{yaml.safe_dump(obj)}"
     for text in expected:
         assert text in result.stderr, f"missing {text!r} in the error the user sees:\n{result.stderr}"
+
+
+EXTERNAL_ETCD = {"external": {"endpoints": ["https://etcd.example:2379"], "tlsSecretRef": {"name": "etcd-tls"}}}
+
+# (id, etcd at creation, change applied to the stored spec, substrings the user must see or None: accepted)
+UPDATES = [
+    ("etcd-replicas", None, lambda s: s["etcd"]["local"].update(replicas=5),
+     ["spec.etcd.local.replicas", "cannot change after creation", "--initial-cluster-state=new"]),
+    ("etcd-storage-type", None, lambda s: s["etcd"]["local"]["storage"].update(type="EmptyDir"),
+     ["spec.etcd.local.storage.type", "cannot change after creation"]),
+    ("etcd-local-to-external", None, lambda s: s.update(etcd=copy.deepcopy(EXTERNAL_ETCD)),
+     ["spec.etcd", "spec.etcd.local and spec.etcd.external cannot be switched after creation"]),
+    ("etcd-external-to-local", EXTERNAL_ETCD, lambda s: s.update(etcd={"local": {"replicas": 3}}),
+     ["spec.etcd", "spec.etcd.local and spec.etcd.external cannot be switched after creation"]),
+    # what may still change
+    ("etcd-resources-and-apiserver-replicas", None,
+     lambda s: (s["etcd"]["local"].update(resources={"requests": {"cpu": "200m"}}), s["apiServer"].update(replicas=2)),
+     None),
+    ("etcd-storage-size-and-version", None,
+     lambda s: s["etcd"]["local"].update(version="3.6.7-0", storage={"type": "PersistentVolumeClaim", "size": "16Gi"}),
+     None),
+    ("external-etcd-endpoints", EXTERNAL_ETCD,
+     lambda s: s["etcd"]["external"].update(endpoints=["https://etcd-a.example:2379", "https://etcd-b.example:2379"]),
+     None),
+]
+
+
+@pytest.mark.parametrize("name,etcd,change,expected", UPDATES, ids=[u[0] for u in UPDATES])
+def test_update_rules_refuse_what_cannot_change_after_creation(apiserver, name, etcd, change, expected):
+    obj = copy.deepcopy(load_sample("KarmadaDeployment"))
+    obj["metadata"]["name"] = f"update-{name}"
+    if etcd is not None:
+        obj["spec"]["etcd"] = copy.deepcopy(etcd)
+    stored = yaml.safe_load(apiserver.kubectl("create", "-o", "yaml", "-f", "-", input_text=yaml.safe_dump(obj)).stdout)
+    try:
+        change(stored["spec"])
+        result = apiserver.kubectl("replace", "--dry-run=server", "-o", "yaml", "-f", "-",
+                                   input_text=yaml.safe_dump(stored), check=False)
+        if expected is None:
+            assert result.returncode == 0, result.stderr
+            return
+        assert result.returncode != 0, f"update accepted but should not be:\n{yaml.safe_dump(stored['spec'])}"
+        for text in expected:
+            assert text in result.stderr, f"missing {text!r} in the error the user sees:\n{result.stderr}"
+    finally:
+        apiserver.kubectl("delete", "karmadadeployment", obj["metadata"]["name"], "-n", "karmada-system")

@@ -25,6 +25,15 @@ def test_component_status_reports_running_version_and_ready_replicas():
     assert "karmada-descheduler" not in out
 
 
+def test_component_status_reads_the_digest_of_a_pinned_image():
+    digest = "sha256:" + "cd" * 32
+    deps = [deployment("karmada-scheduler", f"reg:5000/karmada/karmada-scheduler@{digest}", 1, 1),
+            deployment("karmada-webhook", f"reg:5000/karmada/karmada-webhook:v1.18.2@{digest}", 1, 1)]
+    out = {c["name"]: c for c in ko.component_status(deps, PLAN)}
+    assert out["karmada-scheduler"]["version"] == digest
+    assert out["karmada-webhook"]["version"] == digest
+
+
 def test_etcd_status_uses_health_when_given_and_pod_readiness_otherwise():
     pods = [{"metadata": {"name": "karmada-etcd-0"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]
     health = {"members": [{"name": "karmada-etcd-1", "healthy": True, "leader": True, "id": "8e9e05c52164694d",

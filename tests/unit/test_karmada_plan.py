@@ -59,6 +59,23 @@ def test_image_overrides_and_pull_settings():
     assert plan["etcd"]["image"] == "mirror.example/k8s/etcd:3.6.6-0"
 
 
+def test_a_digest_pins_the_image_and_the_tag_is_ignored():
+    digest = "sha256:" + "ab" * 32
+    cr = sample()
+    cr["spec"]["components"]["scheduler"] = {"image": {"registry": "reg:5000/mirror", "tag": "v1.18.1",
+                                                       "digest": digest}}
+    cr["spec"]["apiServer"]["image"] = {"digest": digest}
+    cr["spec"]["etcd"]["local"]["image"] = {"repository": "etcd-fips", "digest": digest}
+    plan = kp.build_plan(cr)
+    sched = comp(plan, "scheduler")
+    assert sched["image"] == f"reg:5000/mirror/karmada-scheduler@{digest}"
+    assert sched["version"] == digest  # what status compares with the running image's reference
+    assert plan["apiserver"]["image"] == f"registry.k8s.io/kube-apiserver@{digest}"
+    assert plan["etcd"]["image"] == f"registry.k8s.io/etcd-fips@{digest}"
+    # without a digest the tag still applies
+    assert comp(plan, "webhook")["image"] == "docker.io/karmada/karmada-webhook:v1.18.2"
+
+
 def test_globals_merge_with_component_settings():
     cr = sample()
     cr["spec"]["globals"].update({"nodeSelector": {"zone": "a", "tier": "cp"},
@@ -93,6 +110,12 @@ def test_without_balancer_kubeconfigs_use_the_service():
     (lambda s: s["etcd"].update({"external": {"endpoints": ["https://e:2379"], "tlsSecretRef": {"name": "x"}}}),
      "spec.etcd"),
     (lambda s: s["etcd"]["local"].update({"replicas": 4}), "spec.etcd.local.replicas"),
+    (lambda s: s["apiServer"].update({"extraArgs": {"authorization-mode": "AlwaysAllow"}}),
+     "spec.apiServer.extraArgs"),
+    (lambda s: s["etcd"]["local"].update({"extraArgs": {"client-cert-auth": "false"}}),
+     "spec.etcd.local.extraArgs"),
+    (lambda s: s["components"].update({"webhook": {"extraArgs": {"cert-dir": "/tmp"}}}),
+     "spec.components.webhook.extraArgs"),
 ])
 def test_problems_name_the_field(change, field):
     cr = sample()
@@ -100,6 +123,25 @@ def test_problems_name_the_field(change, field):
     with pytest.raises(kp.PlanError) as err:
         kp.build_plan(cr)
     assert err.value.field == field
+
+
+def test_every_closed_arg_is_refused_and_named():
+    from karmada_components import closed_args
+
+    for key, closed in closed_args().items():
+        for flag in closed:
+            cr = sample()
+            if key == "etcd":
+                target, field = cr["spec"]["etcd"]["local"], "spec.etcd.local.extraArgs"
+            elif key == "apiServer":
+                target, field = cr["spec"]["apiServer"], "spec.apiServer.extraArgs"
+            else:
+                target = cr["spec"]["components"].setdefault(key, {})
+                field = f"spec.components.{key}.extraArgs"
+            target["extraArgs"] = {"v": "4", flag: "x"}
+            with pytest.raises(kp.PlanError) as err:
+                kp.build_plan(cr)
+            assert err.value.field == field and flag in err.value.message, (key, flag)
 
 
 def test_config_hash_is_stable_and_sensitive():
