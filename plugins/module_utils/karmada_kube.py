@@ -274,14 +274,22 @@ class Kube:
         return cls(configuration, where, timeout=timeout)
 
     @classmethod
-    def default(cls, kubeconfig: str | None = None, *, context: str | None = None, timeout: float = 20) -> Kube:
+    def default(cls, kubeconfig: str | None = None, *, context: str | None = None, timeout: float = 20,
+                in_cluster_first: bool = False) -> Kube:
         """The cluster the operator works in. The first that is set: ``kubeconfig`` (a path),
         K8S_AUTH_KUBECONFIG, KUBECONFIG (several files are merged), the in-cluster service
         account (KUBERNETES_SERVICE_HOST), ~/.kube/config. ``context`` defaults to K8S_AUTH_CONTEXT,
-        then the kubeconfig's current context."""
+        then the kubeconfig's current context.
+
+        ``in_cluster_first`` puts the service account before the two variables. In the operator
+        pod, ansible-operator points K8S_AUTH_KUBECONFIG at its API proxy, which answers GETs of
+        watched kinds from its informer cache; a caller that reads an object to write it back
+        (k8s_status) wants the live object."""
         context = context or os.environ.get("K8S_AUTH_CONTEXT") or None
         if kubeconfig:
             return cls.from_file(os.path.expanduser(kubeconfig), context=context, timeout=timeout)
+        if in_cluster_first and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            return cls.in_cluster(timeout=timeout)
         for var in ("K8S_AUTH_KUBECONFIG", "KUBECONFIG"):
             if os.environ.get(var):
                 return cls.from_file(os.environ[var], context=context, timeout=timeout,

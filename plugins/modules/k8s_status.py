@@ -47,8 +47,9 @@ options:
     type: int
   kubeconfig:
     description:
-      - Path of a kubeconfig. Default K8S_AUTH_KUBECONFIG, then KUBECONFIG, then the in-cluster
-        service account, then C(~/.kube/config); the context is K8S_AUTH_CONTEXT or the current one.
+      - Path of a kubeconfig. Default the in-cluster service account (in a pod), then
+        K8S_AUTH_KUBECONFIG, then KUBECONFIG, then C(~/.kube/config); the context is
+        K8S_AUTH_CONTEXT or the current one.
     type: path
 author: Karmada-Operator developers
 """
@@ -103,7 +104,8 @@ def main() -> None:
     p = module.params
     what = f"{p['kind']} {p['name']}"
     try:
-        kube = Kube.default(p["kubeconfig"])
+        # In the operator pod: the API server itself, not the runtime's caching proxy.
+        kube = Kube.default(p["kubeconfig"], in_cluster_first=True)
     except KubeConfigError as exc:
         module.fail_json(msg=str(exc))
     with kube:

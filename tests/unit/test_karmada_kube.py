@@ -78,6 +78,16 @@ def test_kubeconfig_env_may_list_several_files_and_the_context_is_chosen(env, tm
     assert server_of(Kube.default()) == "https://b:6443"
 
 
+def test_in_cluster_first_skips_the_variables_only_inside_a_pod(env, tmp_path):
+    env.setenv("K8S_AUTH_KUBECONFIG", write(tmp_path / "proxy", "http://localhost:8888"))
+    assert server_of(Kube.default(in_cluster_first=True)) == "http://localhost:8888"  # not in a pod
+    env.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    env.setenv("KUBERNETES_SERVICE_PORT", "443")
+    assert server_of(Kube.default()) == "http://localhost:8888"
+    with pytest.raises(KubeConfigError, match="in-cluster service account"):  # no token file here
+        Kube.default(in_cluster_first=True)
+
+
 def test_no_credentials_anywhere_is_a_clear_error(env):
     with pytest.raises(KubeConfigError, match="no Kubernetes credentials"):
         Kube.default()
