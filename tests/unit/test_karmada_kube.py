@@ -2,7 +2,7 @@
 
 Building a client reads the kubeconfig but sends nothing, so the loader's choices are visible
 in ``Kube.server`` / ``Kube.where``. Calls against a real kube-apiserver are in
-tests/integration/test_karmada_kube.py.
+tests/integration/test_karmada_kube_apiserver.py.
 """
 
 from __future__ import annotations
