@@ -84,9 +84,6 @@ keyed_groups:
 #   ansible-inventory -i karmada_members.yml --host karmada-system/karmada/member1
 """
 
-import contextlib
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -95,17 +92,19 @@ from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
 
 # Controller-side plugins cannot import custom module_utils through ansible.module_utils
-# (only modules get them, packed by AnsiballZ), so load the same file as plain Python.
+# (only modules get them, packed by AnsiballZ), so load the same files as plain Python.
 _MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
 if _MODULE_UTILS not in sys.path:
     sys.path.append(_MODULE_UTILS)
 
 import karmada_members as members_plan  # noqa: E402
+from karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
 
 GROUP = "operator.karmada.io"
 VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "KarmadaDeployment"
 PLURAL = "karmadadeployments"
-PAGE_SIZE = 100
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable):
@@ -143,112 +142,31 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
     def fetch_deployments(self) -> list[dict[str, Any]]:
         """KarmadaDeployment objects as dicts, filtered by namespaces, name and labels."""
         try:
-            from kubernetes.client.exceptions import ApiException
-            from urllib3.exceptions import HTTPError
-        except ImportError as exc:
-            raise AnsibleParserError(f"karmada_members needs the kubernetes Python client: pip install kubernetes "
-                                     f"({exc})") from exc
-        client, where = self._api_client()
-        selectors = {}
-        if self.get_option("name"):
-            selectors["field_selector"] = f"metadata.name={self.get_option('name')}"
-        if self.get_option("label_selector"):
-            selectors["label_selector"] = self.get_option("label_selector")
-        timeout = float(self.get_option("request_timeout"))
-        server = client.configuration.host
+            kube = Kube.default(self.get_option("kubeconfig"), context=self.get_option("context"),
+                                timeout=float(self.get_option("request_timeout")))
+        except KubeConfigError as exc:
+            raise AnsibleParserError(f"karmada_members: {exc}. Point the kubeconfig option or KUBECONFIG at a "
+                                     f"valid kubeconfig.") from None
+        name, labels = self.get_option("name"), self.get_option("label_selector") or ""
         items: list[dict[str, Any]] = []
-        try:
-            for namespace in self.get_option("namespaces") or [None]:
-                items.extend(_list_all(client, namespace, selectors, timeout))
-        except ApiException as exc:
-            raise AnsibleParserError(_api_error(exc, server, where)) from exc
-        except (HTTPError, OSError) as exc:
-            raise AnsibleParserError(
-                f"karmada_members: cannot reach the Kubernetes API at {server} (credentials from {where}): "
-                f"{_root_cause(exc)}. Check that the API server is up and that the kubeconfig names it.") from exc
-        finally:
-            client.close()
+        with kube:
+            try:
+                for namespace in self.get_option("namespaces") or [None]:
+                    items.extend(kube.list(API_VERSION, KIND, namespace, label_selector=labels,
+                                           field_selector=f"metadata.name={name}" if name else ""))
+            except KubeError as exc:
+                raise AnsibleParserError(_api_error(exc, kube)) from None
         return items
 
-    def _api_client(self):
-        """(ApiClient, where the credentials came from)."""
-        from kubernetes import client as k8s_client
-        from kubernetes import config as k8s_config
-        from kubernetes.config.config_exception import ConfigException
 
-        kubeconfig, context = self.get_option("kubeconfig"), self.get_option("context")
-        home_config = Path.home() / ".kube" / "config"
-        try:
-            if kubeconfig:
-                where = f"kubeconfig {kubeconfig}"
-                configuration = _from_kubeconfig(k8s_client, k8s_config, os.path.expanduser(kubeconfig), context)
-            elif os.environ.get("KUBECONFIG"):
-                where = f"KUBECONFIG={os.environ['KUBECONFIG']}"
-                configuration = _from_kubeconfig(k8s_client, k8s_config, None, context)
-            elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-                where = "the in-cluster service account"
-                configuration = k8s_client.Configuration()
-                k8s_config.load_incluster_config(client_configuration=configuration)
-            elif home_config.exists():
-                where = f"kubeconfig {home_config}"
-                configuration = _from_kubeconfig(k8s_client, k8s_config, str(home_config), context)
-            else:
-                raise AnsibleParserError(
-                    "karmada_members: no Kubernetes credentials: set the kubeconfig option, K8S_AUTH_KUBECONFIG or "
-                    "KUBECONFIG, or run inside a cluster")
-        except (ConfigException, OSError, TypeError, ValueError) as exc:
-            raise AnsibleParserError(f"karmada_members: cannot load Kubernetes credentials ({exc}). Point the "
-                                     f"kubeconfig option or KUBECONFIG at a valid kubeconfig.") from exc
-        configuration.retries = 1  # fail fast on an unreachable server; the operator retries the reconcile
-        return k8s_client.ApiClient(configuration), where
-
-
-def _from_kubeconfig(k8s_client, k8s_config, path: str | None, context: str | None):
-    configuration = k8s_client.Configuration()
-    # With path None the client reads KUBECONFIG (several files joined by ':' are merged).
-    kwargs = {"config_file": path} if path else {}
-    k8s_config.load_kube_config(context=context, client_configuration=configuration, **kwargs)
-    return configuration
-
-
-def _list_all(client, namespace: str | None, selectors: dict[str, str], timeout: float) -> list[dict[str, Any]]:
-    """Every page of one list call; raw JSON (skipping the client's model decoding, much faster)."""
-    from kubernetes.client import CustomObjectsApi
-
-    api = CustomObjectsApi(client)
-    items, token = [], None
-    while True:
-        kwargs: dict[str, Any] = {"limit": PAGE_SIZE, "_preload_content": False, "_request_timeout": timeout,
-                                  **selectors}
-        if token:
-            kwargs["_continue"] = token
-        if namespace:
-            response = api.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, **kwargs)
-        else:
-            response = api.list_cluster_custom_object(GROUP, VERSION, PLURAL, **kwargs)
-        body = json.loads(response.data)
-        items.extend(body.get("items") or [])
-        token = (body.get("metadata") or {}).get("continue")
-        if not token:
-            return items
-
-
-def _api_error(exc, server: str, where: str) -> str:
-    reason = exc.reason or ""
-    with contextlib.suppress(TypeError, ValueError, AttributeError):
-        reason = json.loads(exc.body).get("message") or reason
+def _api_error(exc: KubeError, kube: Kube) -> str:
+    if exc.status == 0:
+        return (f"karmada_members: {exc.message} (credentials from {kube.where}). Check that the API server is up "
+                f"and that the kubeconfig names it.")
     hint = {
         401: "the credentials were refused; renew the kubeconfig",
         403: f"grant list on {PLURAL}.{GROUP} to this identity",
         404: f"the {PLURAL}.{GROUP} CRD is not installed (make install)",
     }.get(exc.status, "see the API server's message")
-    return (f"karmada_members: listing {PLURAL}.{GROUP} at {server} (credentials from {where}) failed with "
-            f"HTTP {exc.status}: {reason}. {hint[0].upper()}{hint[1:]}.")
-
-
-def _root_cause(exc: BaseException) -> str:
-    """urllib3 wraps the socket error in MaxRetryError; show the innermost reason."""
-    reason = getattr(exc, "reason", None)
-    while isinstance(reason, BaseException) and getattr(reason, "reason", None) is not None:
-        reason = reason.reason
-    return str(reason or exc)
+    return (f"karmada_members: listing {PLURAL}.{GROUP} at {kube.server} (credentials from {kube.where}) failed "
+            f"with HTTP {exc.status}: {exc.message}. {hint[0].upper()}{hint[1:]}.")

@@ -1,40 +1,44 @@
-"""A small Kubernetes REST client for modules that talk to several clusters at once.
+"""Kubernetes from Python, for every plugin of this project: one loader, one client.
 
-Built on the ``kubernetes`` package's ApiClient (which handles kubeconfig auth: client
-certificates, tokens, exec plugins), but addressed by kind so a module can apply a list of
-plain-dict manifests to any cluster without discovery. ``apply`` is create-or-patch with
-change detection: a JSON merge patch is sent only when a field we set differs, so a second
-run with the same input changes nothing.
+A thin layer over the ``kubernetes`` package's dynamic client (``kubernetes.dynamic``, what
+kubernetes.core builds on):
+
+* credentials: :meth:`Kube.from_kubeconfig` (a parsed kubeconfig or its text, e.g. from a
+  Secret), :meth:`Kube.from_file`, :meth:`Kube.in_cluster`, and :meth:`Kube.default`, the one
+  place that decides where the operator's own credentials come from;
+* resources are found by API discovery (cached per client), so any kind the server serves can
+  be addressed by ``(apiVersion, kind)``, including CRDs created a moment ago and aggregated
+  APIs such as Karmada's ``cluster.karmada.io``;
+* :meth:`Kube.apply` is server-side apply with field manager ``karmada-operator``: only the
+  fields in the manifest are ours, fields other writers own (a service-account token's data,
+  an agent's Cluster spec) are left to them. It reports a change only when the apply changed
+  the object (the resourceVersion moved), so a second run with the same input changes nothing;
+* every failed call is a :class:`KubeError` (HTTP status, reason, one-line message; status 0
+  when the server was not reached). Messages never carry object contents.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-# (apiVersion, kind) -> (plural, namespaced)
-KINDS: dict[tuple[str, str], tuple[str, bool]] = {
-    ("v1", "Namespace"): ("namespaces", False),
-    ("v1", "ServiceAccount"): ("serviceaccounts", True),
-    ("v1", "Secret"): ("secrets", True),
-    ("v1", "ConfigMap"): ("configmaps", True),
-    ("apps/v1", "Deployment"): ("deployments", True),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"): ("clusterroles", False),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("clusterrolebindings", False),
-    ("rbac.authorization.k8s.io/v1", "Role"): ("roles", True),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ("rolebindings", True),
-    ("cluster.karmada.io/v1alpha1", "Cluster"): ("clusters", False),
-    ("work.karmada.io/v1alpha1", "Work"): ("works", True),
-}
-
-# Fields the API server owns: never compared, never sent.
+FIELD_MANAGER = "karmada-operator"
+# Fields the API server owns: never sent by apply.
 _SERVER_FIELDS = ("status",)
+_SERVER_METADATA = ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields",
+                    "deletionTimestamp", "selfLink")
+PAGE_SIZE = 500
 
 
 class KubeError(Exception):
@@ -47,37 +51,23 @@ class KubeError(Exception):
         self.message = message
 
 
-def contains(have: Any, want: Any) -> bool:
-    """True when every field of ``want`` is in ``have`` with the same value (lists compared whole).
-
-    An empty value wanted ("", [], {}) matches a missing field: the API server drops empty
-    optional fields (omitempty), so asking for them again is not a change.
-    """
-    if have is None and want in ("", [], {}):
-        return True
-    if isinstance(want, dict):
-        if not isinstance(have, dict):
-            return False
-        return all(contains(have.get(k), v) for k, v in want.items())
-    if isinstance(want, list):
-        if not isinstance(have, list) or len(have) != len(want):
-            return False
-        return all(contains(h, w) for h, w in zip(have, want, strict=True))
-    return have == want
+class KubeConfigError(ValueError):
+    """Credentials could not be loaded (no kubeconfig found, or not a usable one)."""
 
 
-def path_of(api_version: str, kind: str, namespace: str | None = None, name: str | None = None) -> str:
-    try:
-        plural, namespaced = KINDS[(api_version, kind)]
-    except KeyError as exc:
-        raise ValueError(f"karmada_kube does not know {kind} ({api_version})") from exc
-    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    if namespaced:
-        if not namespace:
-            raise ValueError(f"{kind} {name} needs a namespace")
-        base += f"/namespaces/{namespace}"
-    base += f"/{plural}"
-    return f"{base}/{name}" if name else base
+def root_cause(exc: BaseException) -> str:
+    """The innermost reason of a (connection) error, in one line."""
+    seen = exc
+    while True:
+        nxt = getattr(seen, "reason", None) or seen.__cause__ or seen.__context__
+        if not isinstance(nxt, BaseException) or nxt is seen:
+            break
+        seen = nxt
+    text = str(seen).strip() or type(seen).__name__
+    return text.split("\n")[0][:300]
+
+
+# --------------------------------------------------------------------------- kubeconfig data
 
 
 def load_kubeconfig_text(text: str) -> dict[str, Any]:
@@ -85,7 +75,7 @@ def load_kubeconfig_text(text: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ValueError(f"not YAML: {str(exc).splitlines()[0]}") from exc
+        raise ValueError(f"not YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict) or not data.get("clusters") or not data.get("users"):
         raise ValueError("not a kubeconfig (no clusters or users)")
     context_name = data.get("current-context") or ""
@@ -105,24 +95,138 @@ def kubeconfig_cluster(data: dict[str, Any]) -> dict[str, Any]:
     return (data.get("clusters") or [{}])[0].get("cluster") or {}
 
 
-@dataclass
-class Kube:
-    """One cluster. ``api`` is a kubernetes.client.ApiClient."""
+# --------------------------------------------------------------------------- helpers
 
-    api: Any
-    server: str
-    timeout: float = 20
-    tmp: str = ""
+
+def _kubernetes():
+    """The kubernetes package's parts, or KubeConfigError saying it is missing."""
+    try:
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+    except ImportError as exc:
+        raise KubeConfigError(f"the kubernetes Python package is required (pip install -r requirements.txt): "
+                              f"{exc}") from exc
+    return client, config, ConfigException
+
+
+def _forget_temp_files(directory: str) -> None:
+    """Drop the kubernetes loader's memo of certificate files under ``directory`` (being removed):
+    it reuses a file by content, which would hand a later client a path that is gone."""
+    try:
+        from kubernetes.config import kube_config
+    except ImportError:  # pragma: no cover
+        return
+    memo = getattr(kube_config, "_temp_files", None)
+    if isinstance(memo, dict):
+        for key, path in list(memo.items()):
+            if str(path).startswith(directory + os.sep):
+                memo.pop(key, None)
+
+
+def _remove_private_dir(directory: str) -> None:
+    _forget_temp_files(directory)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def _secret_values(obj: dict[str, Any]) -> list[str]:
+    """The values of a Secret manifest (base64 and decoded), to keep them out of error messages."""
+    if obj.get("kind") != "Secret":
+        return []
+    values = []
+    for key in ("data", "stringData"):
+        for value in (obj.get(key) or {}).values():
+            if not isinstance(value, str) or len(value) < 8:
+                continue
+            values.append(value)
+            if key == "data":
+                try:
+                    decoded = base64.b64decode(value).decode()
+                except (binascii.Error, UnicodeDecodeError):
+                    continue
+                values.extend(line for line in [decoded, *decoded.splitlines()] if len(line) >= 8)
+    return sorted(set(values), key=len, reverse=True)
+
+
+def _api_error(exc: Any, hide: list[str] | None = None) -> KubeError:
+    """A KubeError from an ApiException: the server's Status reason and message, one line."""
+    body = exc.body
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    detail: dict[str, Any] = {}
+    try:
+        parsed = json.loads(body or "{}")
+        if isinstance(parsed, dict):
+            detail = parsed
+    except ValueError:
+        pass
+    reason = detail.get("reason") or exc.reason or "Error"
+    message = detail.get("message") or exc.reason or f"HTTP {exc.status}"
+    for value in hide or []:
+        message = message.replace(value, "<redacted>")
+    return KubeError(exc.status or 0, str(reason), str(message).split("\n")[0][:1000])
+
+
+def _dynamic_client_class():
+    from kubernetes.dynamic import DynamicClient
+
+    class TimedDynamicClient(DynamicClient):
+        """The dynamic client with a timeout on every request, discovery included."""
+
+        def __init__(self, client, timeout, cache_file):
+            self._karmada_timeout = timeout
+            super().__init__(client, cache_file=cache_file)
+
+        def request(self, method, path, body=None, **params):
+            params.setdefault("_request_timeout", self._karmada_timeout)
+            return super().request(method, path, body, **params)
+
+    return TimedDynamicClient
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class Kube:
+    """One cluster, reached through the dynamic client.
+
+    ``where`` says where the credentials came from (for messages); ``server`` is the API URL.
+    Build with the class methods; ``close()`` (or ``with``) removes the private directory
+    that holds the certificate files the loader wrote.
+    """
+
+    def __init__(self, configuration: Any, where: str, timeout: float = 20, tmp: str = "",
+                 discovery_wait: float = 5):
+        k8s_client, _, _ = _kubernetes()
+        configuration.retries = 1  # fail fast on an unreachable server; the operator retries the reconcile
+        self.configuration = configuration
+        self.api = k8s_client.ApiClient(configuration)
+        self.where = where
+        self.timeout = timeout
+        # Private directory (0700) for certificate files and the discovery cache, removed by close().
+        self.tmp = tmp or tempfile.mkdtemp(prefix="karmada-kube-")
+        self._finalizer = weakref.finalize(self, _remove_private_dir, self.tmp)
+        self.discovery_wait = discovery_wait
+        self._dynamic: Any = None
+        self._resources: dict[tuple[str, str], Any] = {}
+
+    def __repr__(self) -> str:
+        return f"Kube({self.server!r}, credentials from {self.where})"
+
+    @property
+    def server(self) -> str:
+        return self.configuration.host
 
     # ---------------------------------------------------------------------------- construction
 
     @classmethod
-    def from_kubeconfig(cls, data: dict[str, Any], timeout: float = 20, server: str = "",
-                        tls_server_name: str = "") -> Kube:
-        from kubernetes import client as k8s_client
-        from kubernetes import config as k8s_config
-
-        data = json.loads(json.dumps(data))
+    def from_kubeconfig(cls, data: dict[str, Any] | str, *, context: str | None = None, server: str = "",
+                        tls_server_name: str = "", timeout: float = 20, where: str = "a kubeconfig") -> Kube:
+        """A parsed kubeconfig (or its text); ``server``/``tls_server_name`` override every cluster's."""
+        k8s_client, k8s_config, config_exception = _kubernetes()
+        try:
+            data = load_kubeconfig_text(data) if isinstance(data, str) else json.loads(json.dumps(data))
+        except ValueError as exc:
+            raise KubeConfigError(f"cannot load Kubernetes credentials from {where}: {exc}") from None
         if server or tls_server_name:
             for entry in data.get("clusters") or []:
                 if server:
@@ -130,118 +234,233 @@ class Kube:
                 if tls_server_name:
                     entry.setdefault("cluster", {})["tls-server-name"] = tls_server_name
         configuration = k8s_client.Configuration()
-        # The loader writes embedded certificates to files that are read at each new TLS
-        # connection: keep them in a private directory for the client's lifetime.
+        # The loader writes embedded certificates and keys to files that are read at each new
+        # TLS connection: keep them in a private directory for the client's lifetime.
         tmp = tempfile.mkdtemp(prefix="karmada-kube-")
-        k8s_config.load_kube_config_from_dict(data, client_configuration=configuration, temp_file_path=tmp)
-        configuration.retries = 1
-        return cls(api=k8s_client.ApiClient(configuration), server=configuration.host, timeout=timeout, tmp=tmp)
+        try:
+            k8s_config.load_kube_config_from_dict(data, context=context, client_configuration=configuration,
+                                                  temp_file_path=tmp)
+        except (config_exception, OSError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            _remove_private_dir(tmp)
+            raise KubeConfigError(f"cannot load Kubernetes credentials from {where}: {root_cause(exc)}") from None
+        return cls(configuration, where, timeout=timeout, tmp=tmp)
 
     @classmethod
-    def default(cls, timeout: float = 20) -> Kube:
-        """The cluster the operator runs against: K8S_AUTH_KUBECONFIG, KUBECONFIG, in-cluster, ~/.kube/config."""
-        from kubernetes import client as k8s_client
-        from kubernetes import config as k8s_config
-
+    def from_file(cls, path: str, *, context: str | None = None, timeout: float = 20, where: str = "") -> Kube:
+        """A kubeconfig file; several joined by ':' (like KUBECONFIG) are merged."""
+        k8s_client, k8s_config, config_exception = _kubernetes()
+        where = where or f"kubeconfig {path}"
         configuration = k8s_client.Configuration()
-        path = os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG")
-        if path:
-            k8s_config.load_kube_config(config_file=path.split(os.pathsep)[0], client_configuration=configuration)
-        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        tmp = tempfile.mkdtemp(prefix="karmada-kube-")
+        try:
+            k8s_config.load_kube_config(config_file=path, context=context, client_configuration=configuration,
+                                        temp_file_path=tmp)
+        except (config_exception, OSError, TypeError, ValueError, KeyError, AttributeError,
+                yaml.YAMLError) as exc:
+            _remove_private_dir(tmp)
+            raise KubeConfigError(f"cannot load Kubernetes credentials from {where}: {root_cause(exc)}") from None
+        return cls(configuration, where, timeout=timeout, tmp=tmp)
+
+    @classmethod
+    def in_cluster(cls, *, timeout: float = 20) -> Kube:
+        """The pod's service account."""
+        k8s_client, k8s_config, config_exception = _kubernetes()
+        where = "the in-cluster service account"
+        configuration = k8s_client.Configuration()
+        try:
             k8s_config.load_incluster_config(client_configuration=configuration)
-        else:
-            k8s_config.load_kube_config(client_configuration=configuration)
-        configuration.retries = 1
-        return cls(api=k8s_client.ApiClient(configuration), server=configuration.host, timeout=timeout)
+        except (config_exception, OSError, ValueError) as exc:
+            raise KubeConfigError(f"cannot load Kubernetes credentials from {where}: {root_cause(exc)}") from None
+        return cls(configuration, where, timeout=timeout)
+
+    @classmethod
+    def default(cls, kubeconfig: str | None = None, *, context: str | None = None, timeout: float = 20,
+                in_cluster_first: bool = False) -> Kube:
+        """The cluster the operator works in. The first that is set: ``kubeconfig`` (a path),
+        K8S_AUTH_KUBECONFIG, KUBECONFIG (several files are merged), the in-cluster service
+        account (KUBERNETES_SERVICE_HOST), ~/.kube/config. ``context`` defaults to K8S_AUTH_CONTEXT,
+        then the kubeconfig's current context.
+
+        ``in_cluster_first`` puts the service account before the two variables. In the operator
+        pod, ansible-operator points K8S_AUTH_KUBECONFIG at its API proxy, which answers GETs of
+        watched kinds from its informer cache; a caller that reads an object to write it back
+        (k8s_status) wants the live object."""
+        context = context or os.environ.get("K8S_AUTH_CONTEXT") or None
+        if kubeconfig:
+            return cls.from_file(os.path.expanduser(kubeconfig), context=context, timeout=timeout)
+        if in_cluster_first and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            return cls.in_cluster(timeout=timeout)
+        for var in ("K8S_AUTH_KUBECONFIG", "KUBECONFIG"):
+            if os.environ.get(var):
+                return cls.from_file(os.environ[var], context=context, timeout=timeout,
+                                     where=f"{var}={os.environ[var]}")
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            return cls.in_cluster(timeout=timeout)
+        home = Path.home() / ".kube" / "config"
+        if home.exists():
+            return cls.from_file(str(home), context=context, timeout=timeout)
+        raise KubeConfigError("no Kubernetes credentials: set K8S_AUTH_KUBECONFIG or KUBECONFIG (or the kubeconfig "
+                              "option), or run inside a cluster")
 
     def close(self) -> None:
         self.api.close()
-        if self.tmp:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        self._finalizer()
 
-    # ---------------------------------------------------------------------------- raw calls
+    def __enter__(self) -> Kube:
+        return self
 
-    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-                query: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------------------- plumbing
+
+    def _call(self, fn: Callable[[], Any], hide: list[str] | None = None) -> Any:
+        """Run one client call; every failure becomes a KubeError."""
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
-        headers = {"Accept": "application/json", "Content-Type": content_type}
         try:
-            resp = self.api.call_api(path, method, query_params=query or [], header_params=headers, body=body,
-                                     auth_settings=["BearerToken"], _preload_content=False,
-                                     _request_timeout=(min(self.timeout, 10), self.timeout))
+            return fn()
         except ApiException as exc:
-            try:
-                detail = json.loads(exc.body or "{}")
-            except ValueError:
-                detail = {}
-            raise KubeError(exc.status or 0, detail.get("reason") or exc.reason or "Error",
-                            detail.get("message") or str(exc.body or exc.reason)) from exc
+            raise _api_error(exc, hide) from None  # the exception's body may echo what we sent
         except (HTTPError, OSError) as exc:
-            raise KubeError(0, "Unreachable", f"cannot reach {self.server}: {root_cause(exc)}") from exc
-        data = resp[0].data if isinstance(resp, tuple) else resp.data
+            raise KubeError(0, "Unreachable",
+                            f"cannot reach the Kubernetes API at {self.server}: {root_cause(exc)}") from exc
+
+    def dynamic(self) -> Any:
+        """The kubernetes.dynamic.DynamicClient (made at first use: it reads discovery)."""
+        if self._dynamic is None:
+            # Discovery is cached for this client only (the library's default is a file per
+            # server URL in /tmp, shared by every process and never expired).
+            cache = os.path.join(self.tmp, "discovery.json")
+            cls = _dynamic_client_class()
+            self._dynamic = self._call(lambda: cls(self.api, (min(self.timeout, 10), self.timeout), cache))
+        return self._dynamic
+
+    def resource(self, api_version: str, kind: str) -> Any:
+        """The discovered API resource for a kind. A kind missing from discovery is looked up
+        again (fresh discovery) for up to ``discovery_wait`` seconds: a CRD created a moment ago
+        is served a little later. KubeError 404 when the server does not serve it, or the
+        server's own error (e.g. 503 from an aggregated API whose backend is down)."""
+        from kubernetes.dynamic.exceptions import ResourceNotFoundError, ResourceNotUniqueError
+
+        key = (api_version, kind)
+        if key in self._resources:
+            return self._resources[key]
+        dyn = self.dynamic()
+        # Narrow the search to the one group version: a bare "v1" would otherwise make the
+        # lazy discoverer read every group that has a v1.
+        group, _, version = api_version.rpartition("/")
+        where = {"prefix": "apis" if group else "api", "group": group, "api_version": version, "kind": kind}
+        base = f"/apis/{api_version}" if group else f"/api/{version}"
+        deadline = time.monotonic() + self.discovery_wait
+        while True:
+            try:
+                found = self._call(lambda: dyn.resources.get(**where))
+            except ResourceNotFoundError:
+                found = None
+            except ResourceNotUniqueError as exc:
+                raise KubeError(400, "Ambiguous", f"{kind} ({api_version}) names several resources: {exc}") from None
+            if found is not None:
+                self._resources[key] = found
+                return found
+            # Not discovered: ask the group version itself, which says why (404: not served;
+            # 503: an aggregated API whose server is not ready; 0: unreachable).
+            try:
+                self._call(lambda: dyn.request("get", base, serialize=False))
+            except KubeError as exc:
+                if exc.status != 404:
+                    raise
+            if time.monotonic() >= deadline:
+                raise KubeError(404, "NotFound", f"{self.server} does not serve {kind} ({api_version})")
+            time.sleep(0.5)
+
+    @staticmethod
+    def _json(response: Any) -> dict[str, Any]:
+        data = response.data
         return json.loads(data) if data else {}
 
+    # ---------------------------------------------------------------------------- calls
+
+    def version(self) -> dict[str, Any]:
+        """The server's /version (a live request: also a reachability check)."""
+        dyn = self.dynamic()
+        return self._json(self._call(lambda: dyn.request("get", "/version", serialize=False)))
+
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object, or None when it (or its kind) does not exist."""
         try:
-            return self.request("GET", path_of(api_version, kind, namespace, name))
+            res = self.resource(api_version, kind)
+            return self._json(self._call(lambda: res.get(name=name, namespace=namespace, serialize=False)))
         except KubeError as exc:
             if exc.status == 404:
                 return None
             raise
 
-    def list(self, api_version: str, kind: str, namespace: str | None = None,
-             label_selector: str = "") -> list[dict[str, Any]]:
-        query = [("labelSelector", label_selector)] if label_selector else []
-        return self.request("GET", path_of(api_version, kind, namespace), query=query).get("items") or []
+    def list(self, api_version: str, kind: str, namespace: str | None = None, label_selector: str = "",
+             field_selector: str = "") -> list[dict[str, Any]]:
+        """Every object of a kind (in ``namespace``, or in all namespaces), page by page."""
+        res = self.resource(api_version, kind)
+        items: list[dict[str, Any]] = []
+        token = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": PAGE_SIZE, "serialize": False}
+            if label_selector:
+                kwargs["label_selector"] = label_selector
+            if field_selector:
+                kwargs["field_selector"] = field_selector
+            if token:
+                kwargs["_continue"] = token
+            body = self._json(self._call(lambda kw=kwargs: res.get(namespace=namespace, **kw)))
+            items.extend(body.get("items") or [])
+            token = (body.get("metadata") or {}).get("continue")
+            if not token:
+                return items
 
-    def version(self) -> dict[str, Any]:
-        return self.request("GET", "/version")
+    def apply(self, obj: dict[str, Any], *, field_manager: str = FIELD_MANAGER,
+              force: bool = True) -> tuple[dict[str, Any], bool]:
+        """Server-side apply of the fields ``obj`` sets; (object, changed).
 
-    def apply(self, obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Create ``obj`` or patch the fields it sets; (object, changed)."""
+        ``force`` takes over fields another manager set (ours by intent). Changed means the
+        apply created the object or moved its resourceVersion: applying what is already there
+        writes nothing, so a repeated apply reports no change.
+        """
         meta = obj["metadata"]
-        api_version, kind = obj["apiVersion"], obj["kind"]
-        current = self.get(api_version, kind, meta["name"], meta.get("namespace"))
-        want = {k: v for k, v in obj.items() if k not in _SERVER_FIELDS}
-        if current is None:
-            try:
-                return self.request("POST", path_of(api_version, kind, meta.get("namespace")), want), True
-            except KubeError as exc:
-                if exc.status != 409:
-                    raise
-                current = self.get(api_version, kind, meta["name"], meta.get("namespace")) or {}
-        if contains(current, want):
-            return current, False
-        patched = self.request("PATCH", path_of(api_version, kind, meta.get("namespace"), meta["name"]), want,
-                               content_type="application/merge-patch+json")
-        return patched, True
+        api_version, kind, name, namespace = obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")
+        body = {k: v for k, v in obj.items() if k not in _SERVER_FIELDS}
+        body["metadata"] = {k: v for k, v in meta.items() if k not in _SERVER_METADATA}
+        before = self.get(api_version, kind, name, namespace)
+        res = self.resource(api_version, kind)
+        out = self._json(self._call(
+            lambda: res.server_side_apply(body=body, name=name, namespace=namespace, field_manager=field_manager,
+                                          force_conflicts=force, serialize=False),
+            hide=_secret_values(obj)))
+        if before is None:
+            return out, True
+        rv = (before.get("metadata") or {}).get("resourceVersion")
+        return out, (out.get("metadata") or {}).get("resourceVersion") != rv
 
     def merge_patch(self, api_version: str, kind: str, name: str, patch: dict[str, Any],
-                    namespace: str | None = None) -> dict[str, Any]:
-        return self.request("PATCH", path_of(api_version, kind, namespace, name), patch,
-                            content_type="application/merge-patch+json")
+                    namespace: str | None = None, subresource: str = "") -> dict[str, Any]:
+        """A JSON merge patch (of the object, or of a subresource such as ``status``)."""
+        res = self.resource(api_version, kind)
+        if subresource and subresource not in res.subresources:
+            raise KubeError(404, "NotFound", f"{kind} ({api_version}) has no {subresource} subresource")
+        target = res.subresources[subresource] if subresource else res
+        return self._json(self._call(
+            lambda: target.patch(body=patch, name=name, namespace=namespace,
+                                 content_type="application/merge-patch+json", field_manager=FIELD_MANAGER,
+                                 serialize=False),
+            hide=_secret_values({"kind": kind, **patch})))
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
-        """Delete if present; True when a delete was sent."""
+        """Delete if present (dependents in the background); True when a delete was sent."""
         try:
-            self.request("DELETE", path_of(api_version, kind, namespace, name),
-                         {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
+            res = self.resource(api_version, kind)
+            self._call(lambda: res.delete(name=name, namespace=namespace, propagation_policy="Background",
+                                          serialize=False))
             return True
         except KubeError as exc:
             if exc.status == 404:
                 return False
             raise
-
-
-def root_cause(exc: BaseException) -> str:
-    """The innermost reason of a connection error, in one line."""
-    seen = exc
-    while True:
-        nxt = getattr(seen, "reason", None) or seen.__cause__ or seen.__context__
-        if not isinstance(nxt, BaseException) or nxt is seen:
-            break
-        seen = nxt
-    text = str(seen).strip() or type(seen).__name__
-    return text.split("\n")[0][:300]

@@ -44,10 +44,10 @@ import yaml
 
 try:  # as Ansible ships it to the module
     from ansible.module_utils import karmada_pki as pki
-    from ansible.module_utils.karmada_kube import Kube, KubeError, contains, kubeconfig_cluster
+    from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError, kubeconfig_cluster
 except ImportError:  # as plain Python (tests, plugins)
     import karmada_pki as pki  # type: ignore[no-redef]
-    from karmada_kube import Kube, KubeError, contains, kubeconfig_cluster  # type: ignore[no-redef]
+    from karmada_kube import Kube, KubeConfigError, KubeError, kubeconfig_cluster  # type: ignore[no-redef]
 
 CLUSTER_API = "cluster.karmada.io/v1alpha1"
 CLUSTER_NAMESPACE = "karmada-cluster"  # Karmada's default for member credentials, on both sides
@@ -393,9 +393,9 @@ class Clients:
         if self._member is None:
             data = self.member_kubeconfig()
             try:
-                self._member = Kube.from_kubeconfig(data, timeout=self.timeout)
-            except Exception as exc:  # the loader raises several types for a broken kubeconfig
-                raise MemberProblem("InvalidKubeconfig", f"the member's kubeconfig cannot be used: {exc}") from exc
+                self._member = Kube.from_kubeconfig(data, timeout=self.timeout, where="the member's kubeconfig")
+            except KubeConfigError as exc:
+                raise MemberProblem("InvalidKubeconfig", str(exc)) from None
         return self._member
 
     def close(self) -> None:
@@ -611,13 +611,15 @@ class Joiner:
                                            host_placed, digest), where)
         self._wait_ready()
         if self.result.ready:
-            # The agent made the Cluster; the labels and taints from the spec are ours to keep.
-            obj = karmada.get(CLUSTER_API, "Cluster", self.spec.name) or {}
+            # The agent made the Cluster (and owns the rest of it); the labels and taints from
+            # the spec are ours to keep. A merge patch (never creates a Cluster the agent has just
+            # removed); one that changes nothing leaves the resourceVersion as it was.
+            before = karmada.get(CLUSTER_API, "Cluster", self.spec.name) or {}
             want_obj = cluster_object(self.spec, member.server, push=False)
-            if not contains(obj, {"metadata": want_obj["metadata"], "spec": want_obj["spec"]}):
-                karmada.merge_patch(CLUSTER_API, "Cluster", self.spec.name,
-                                    {"metadata": {"labels": want_obj["metadata"]["labels"]},
-                                     "spec": {"taints": want_obj["spec"]["taints"]}})
+            after = karmada.merge_patch(CLUSTER_API, "Cluster", self.spec.name,
+                                        {"metadata": {"labels": want_obj["metadata"]["labels"]},
+                                         "spec": {"taints": want_obj["spec"]["taints"]}})
+            if _resource_version(after) != _resource_version(before):
                 self.result.changed = True
                 self.result.changes.append("karmada: labels and taints on Cluster")
 
@@ -731,6 +733,10 @@ class Joiner:
         self.result.message = "; ".join(notes + [f"removed from Karmada, but the member-side objects (namespace "
                                                  f"{CLUSTER_NAMESPACE}, service accounts, RBAC) are left: "
                                                  f"{message}; retried at the next reconcile"])
+
+
+def _resource_version(obj: dict[str, Any]) -> str:
+    return (obj.get("metadata") or {}).get("resourceVersion") or ""
 
 
 def _now() -> dt.datetime:

@@ -46,7 +46,10 @@ options:
         which claims a spec edit made while the run was going on as seen.
     type: int
   kubeconfig:
-    description: Path of a kubeconfig; default is the in-cluster config, then K8S_AUTH_KUBECONFIG, then ~/.kube/config.
+    description:
+      - Path of a kubeconfig. Default the in-cluster service account (in a pod), then
+        K8S_AUTH_KUBECONFIG, then KUBECONFIG, then C(~/.kube/config); the context is
+        K8S_AUTH_CONTEXT or the current one.
     type: path
 author: Karmada-Operator developers
 """
@@ -79,26 +82,9 @@ changed_fields:
   elements: str
 """
 
-import os  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.k8s_conditions import ConditionError, status_patch  # noqa: E402
-
-try:
-    from kubernetes import client, config
-    from kubernetes.client.rest import ApiException
-    HAS_K8S = True
-except ImportError:  # pragma: no cover - reported to the user below
-    HAS_K8S = False
-
-
-def api_client(kubeconfig: str | None):
-    if kubeconfig:
-        return config.new_client_from_config(config_file=kubeconfig)
-    if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        config.load_incluster_config()
-        return client.ApiClient()
-    return config.new_client_from_config(config_file=os.environ.get("K8S_AUTH_KUBECONFIG"))
+from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
 
 
 def main() -> None:
@@ -115,44 +101,42 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
-    if not HAS_K8S:
-        module.fail_json(msg="the kubernetes Python package is required (pip install -r requirements.txt)")
     p = module.params
-    group, _, version = p["api_version"].rpartition("/")
-    plural = p["kind"].lower() + "s"
-    api = client.CustomObjectsApi(api_client(p["kubeconfig"]))
+    what = f"{p['kind']} {p['name']}"
     try:
-        if p["namespace"]:
-            obj = api.get_namespaced_custom_object(group, version, p["namespace"], plural, p["name"])
-        else:
-            obj = api.get_cluster_custom_object(group, version, plural, p["name"])
-    except ApiException as exc:
-        if exc.status == 404:
+        # In the operator pod: the API server itself, not the runtime's caching proxy.
+        kube = Kube.default(p["kubeconfig"], in_cluster_first=True)
+    except KubeConfigError as exc:
+        module.fail_json(msg=str(exc))
+    with kube:
+        try:
+            obj = kube.get(p["api_version"], p["kind"], p["name"], p["namespace"])
+        except KubeError as exc:
+            module.fail_json(msg=f"reading {what}: {exc.status} {exc.reason}: {exc.message}")
+        if obj is None:
             # The object is gone (deleted mid-reconcile): nothing to report on.
             module.exit_json(changed=False, status={}, changed_fields=[], msg="object not found")
-        module.fail_json(msg=f"reading {p['kind']} {p['name']}: {exc.status} {exc.reason}")
-    current = obj.get("status") or {}
-    try:
-        generation = p["observed_generation"]
-        if generation is None:
-            generation = obj["metadata"].get("generation")
-        new = status_patch(current, p["status"], p["conditions"], generation)
-    except ConditionError as exc:
-        module.fail_json(msg=str(exc))
-    if new is None:
-        module.exit_json(changed=False, status=current, changed_fields=[])
-    changed_fields = sorted(k for k in new if new.get(k) != current.get(k))
-    if not module.check_mode:
-        body = {"status": new}
+        current = obj.get("status") or {}
         try:
-            if p["namespace"]:
-                api.patch_namespaced_custom_object_status(group, version, p["namespace"], plural, p["name"], body)
-            else:
-                api.patch_cluster_custom_object_status(group, version, plural, p["name"], body)
-        except ApiException as exc:
-            if exc.status == 404:
-                module.exit_json(changed=False, status={}, changed_fields=[], msg="object not found")
-            module.fail_json(msg=f"writing status of {p['kind']} {p['name']}: {exc.status} {exc.body}")
+            generation = p["observed_generation"]
+            if generation is None:
+                generation = obj["metadata"].get("generation")
+            new = status_patch(current, p["status"], p["conditions"], generation)
+        except ConditionError as exc:
+            module.fail_json(msg=str(exc))
+        if new is None:
+            module.exit_json(changed=False, status=current, changed_fields=[])
+        changed_fields = sorted(k for k in new if new.get(k) != current.get(k))
+        if not module.check_mode:
+            try:
+                # A merge patch of the status subresource: top-level status keys we set replace
+                # the current ones, the others stay.
+                kube.merge_patch(p["api_version"], p["kind"], p["name"], {"status": new}, p["namespace"],
+                                 subresource="status")
+            except KubeError as exc:
+                if exc.status == 404:
+                    module.exit_json(changed=False, status={}, changed_fields=[], msg="object not found")
+                module.fail_json(msg=f"writing status of {what}: {exc.status} {exc.reason}: {exc.message}")
     module.exit_json(changed=True, status=new, changed_fields=changed_fields)
 
 

@@ -163,7 +163,7 @@ import base64  # noqa: E402
 import binascii  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.karmada_kube import Kube, KubeError, load_kubeconfig_text  # noqa: E402
+from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError, load_kubeconfig_text  # noqa: E402
 from ansible.module_utils.karmada_member_join import (  # noqa: E402
     AgentSettings,
     Clients,
@@ -221,7 +221,7 @@ def main() -> None:
                       agent_placement=p["agent_placement"])
     try:
         host = Kube.default(timeout=p["request_timeout"])
-    except Exception as exc:  # the kubernetes loader raises several types
+    except KubeConfigError as exc:
         module.fail_json(msg=f"cannot load credentials for the host cluster: {exc}")
     ns = p["namespace"]
     ref = p["kubeconfig_secret"]
@@ -239,10 +239,14 @@ def main() -> None:
                                 f"{exc}") from exc
 
     def karmada_client() -> Kube:
-        text = secret_value(host, ns, karmada_opts["admin_kubeconfig_secret"], "kubeconfig", "KarmadaKubeconfig")
-        return Kube.from_kubeconfig(load_kubeconfig_text(text), timeout=p["request_timeout"],
-                                    server=karmada_opts.get("server") or "",
-                                    tls_server_name=karmada_opts.get("tls_server_name") or "")
+        name = karmada_opts["admin_kubeconfig_secret"]
+        text = secret_value(host, ns, name, "kubeconfig", "KarmadaKubeconfig")
+        try:
+            return Kube.from_kubeconfig(text, timeout=p["request_timeout"], server=karmada_opts.get("server") or "",
+                                        tls_server_name=karmada_opts.get("tls_server_name") or "",
+                                        where=f"Secret {ns}/{name}")
+        except KubeConfigError as exc:
+            raise MemberProblem("InvalidKarmadaKubeconfig", str(exc)) from None
 
     clients = Clients(host=host, karmada_factory=karmada_client, member_kubeconfig=member_kubeconfig,
                       timeout=p["request_timeout"])

@@ -35,7 +35,7 @@ def server(bin_path, tmp_path_factory):
         srv.stop()
 
 
-def k8s_status(server, tmp_path, **args) -> dict:
+def k8s_status(server, tmp_path, check: bool = False, **args) -> dict:
     """One k8s_status call through real ansible (ad hoc), returning the module's result."""
     venv_bin = str(Path(sys.executable).parent)
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp"),
@@ -43,8 +43,9 @@ def k8s_status(server, tmp_path, **args) -> dict:
            "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json"}
     params = {"api_version": "operator.karmada.io/v1alpha1", "kind": "KarmadaDeployment", "namespace": NS,
               "kubeconfig": str(server.kubeconfig), **args}
-    proc = subprocess.run([str(Path(venv_bin) / "ansible"), "localhost", "-m", "k8s_status", "-a", json.dumps(params)],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    cmd = [str(Path(venv_bin) / "ansible"), "localhost", "-m", "k8s_status", "-a", json.dumps(params)]
+    proc = subprocess.run(cmd + (["--check"] if check else []), capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=120)
     out = json.loads(proc.stdout)
     return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
@@ -68,3 +69,47 @@ def test_status_claims_the_generation_the_run_acted_on(server, tmp_path):
     k8s_status(server, tmp_path, name="gen", conditions=[ready])
     obj = json.loads(server.kubectl("get", "karmadadeployment", "gen", "-n", NS, "-o", "json").stdout)
     assert obj["status"]["conditions"][0]["observedGeneration"] == 2
+
+
+def test_repeated_status_is_no_change_check_mode_writes_nothing_and_a_missing_object_is_reported(server, tmp_path):
+    cr = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "KarmadaDeployment",
+          "metadata": {"name": "again", "namespace": NS}, "spec": {}}
+    server.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(cr))
+    ready = {"type": "Ready", "status": "True", "reason": "Running", "message": "serving"}
+
+    def live() -> dict:
+        return json.loads(server.kubectl("get", "karmadadeployment", "again", "-n", NS, "-o", "json").stdout)
+
+    first = k8s_status(server, tmp_path, name="again", status={"phase": "Running"}, conditions=[ready])
+    assert first["changed"] is True and first["changed_fields"] == ["conditions", "observedGeneration", "phase"]
+    version = live()["metadata"]["resourceVersion"]
+    second = k8s_status(server, tmp_path, name="again", status={"phase": "Running"}, conditions=[ready])
+    assert second["changed"] is False
+    assert live()["metadata"]["resourceVersion"] == version
+
+    checked = k8s_status(server, tmp_path, name="again", status={"phase": "Failed"}, check=True)
+    assert checked["changed"] is True and checked["status"]["phase"] == "Failed"
+    assert live()["status"]["phase"] == "Running" and live()["metadata"]["resourceVersion"] == version
+
+    gone = k8s_status(server, tmp_path, name="never-created", status={"phase": "Running"})
+    assert (gone["changed"], gone["msg"]) == (False, "object not found")
+
+
+def test_the_plural_comes_from_discovery(server, tmp_path):
+    """A kind whose plural is not kind + "s" (and a cluster-scoped one)."""
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "statuspolicies.example.karmada.io"},
+           "spec": {"group": "example.karmada.io", "scope": "Cluster",
+                    "names": {"plural": "statuspolicies", "singular": "statuspolicy", "kind": "StatusPolicy"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                                  "schema": {"openAPIV3Schema": {"type": "object",
+                                                                 "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    server.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(crd))
+    crds_established(server.kubectl, ["statuspolicies.example.karmada.io"])
+    server.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(
+        {"apiVersion": "example.karmada.io/v1", "kind": "StatusPolicy", "metadata": {"name": "p1"}}))
+    result = k8s_status(server, tmp_path, api_version="example.karmada.io/v1", kind="StatusPolicy", name="p1",
+                        namespace=None, status={"phase": "Active"})
+    assert result["changed"] is True, result
+    obj = json.loads(server.kubectl("get", "statuspolicies", "p1", "-o", "json").stdout)
+    assert obj["status"]["phase"] == "Active"

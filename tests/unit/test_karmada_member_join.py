@@ -1,4 +1,4 @@
-"""The pure parts of member join: manifests, change detection, the agent's credentials, status."""
+"""The pure parts of member join: manifests, the agent's credentials, status."""
 
 from __future__ import annotations
 
@@ -10,20 +10,6 @@ import karmada_members as km
 import karmada_pki as pki
 import pytest
 import yaml
-from karmada_kube import contains
-
-
-def test_contains_treats_empty_wanted_fields_as_the_api_servers_omitted_ones():
-    have = {"spec": {"region": "r1", "resourceModels": [1]}, "metadata": {"labels": {"a": "1"}}}
-    assert contains(have, {"spec": {"region": "r1", "taints": [], "provider": ""}})
-    assert contains(have, {"metadata": {"labels": {"a": "1"}, "annotations": {}}})
-    assert not contains(have, {"spec": {"region": "r2"}})
-    assert not contains(have, {"spec": {"taints": [{"key": "k"}]}})
-    # Lists are compared whole, items by containment.
-    assert contains({"l": [{"a": 1, "b": 2}]}, {"l": [{"a": 1}]})
-    assert not contains({"l": [{"a": 1}, {"a": 2}]}, {"l": [{"a": 1}]})
-    # An empty value present in the object is still compared.
-    assert not contains({"s": "x"}, {"s": ""})
 
 
 def test_push_cluster_object_carries_the_spec():

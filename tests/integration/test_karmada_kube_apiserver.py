@@ -1,0 +1,148 @@
+"""karmada_kube against a real kube-apiserver: server-side apply, idempotence, discovery, errors."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+import yaml
+from karmada_kube import FIELD_MANAGER, Kube, KubeError
+
+from support import kube_apiserver
+
+NS = "apply-test"
+
+
+@pytest.fixture(scope="module")
+def server(bin_path, tmp_path_factory):
+    srv = kube_apiserver.start(bin_path("etcd"), bin_path("kube-apiserver"), bin_path("kubectl"),
+                               tmp_path_factory.mktemp("kube-apiserver"))
+    try:
+        srv.kubectl("create", "namespace", NS)
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def kube(server):
+    client = Kube.from_file(str(server.kubeconfig))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def rv(obj: dict) -> str:
+    return obj["metadata"]["resourceVersion"]
+
+
+def config_map(**data: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": NS, "labels": {"app": "demo"}}, "data": data}
+
+
+def test_apply_creates_then_reports_no_change_until_a_field_changes(kube, server):
+    created, changed = kube.apply(config_map(mode="a"))
+    assert changed is True
+    assert created["data"] == {"mode": "a"}
+    managers = {m["manager"]: m["operation"] for m in created["metadata"]["managedFields"]}
+    assert managers == {FIELD_MANAGER: "Apply"}
+
+    again, changed = kube.apply(config_map(mode="a"))
+    assert changed is False
+    assert rv(again) == rv(created)  # nothing was written
+
+    updated, changed = kube.apply(config_map(mode="b"))
+    assert changed is True
+    assert rv(updated) != rv(created)
+    live = json.loads(server.kubectl("get", "configmap", "settings", "-n", NS, "-o", "json").stdout)
+    assert live["data"] == {"mode": "b"}
+
+
+def test_apply_leaves_fields_other_writers_own(kube, server):
+    """A service-account token Secret: the token controller fills its data; re-applying ours
+    (type, labels, annotation) neither removes that data nor counts as a change."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+              "metadata": {"name": "sa-token", "namespace": NS, "labels": {"app": "demo"},
+                           "annotations": {"kubernetes.io/service-account.name": "sa"}}}
+    server.kubectl("create", "serviceaccount", "sa", "-n", NS)
+    _, changed = kube.apply(secret)
+    assert changed is True
+    # what kube-controller-manager's token controller does (this test bed runs none)
+    token = base64.b64encode(b"issued-token").decode()
+    server.kubectl("patch", "secret", "sa-token", "-n", NS, "--type=merge",
+                   "-p", json.dumps({"data": {"token": token, "ca.crt": token}}))
+    filled = kube.get("v1", "Secret", "sa-token", NS)
+
+    out, changed = kube.apply(secret)
+    assert changed is False
+    assert rv(out) == rv(filled)
+    assert out["data"] == {"token": token, "ca.crt": token}
+
+
+def test_a_crd_kind_is_found_by_discovery_right_after_its_crd_is_created(kube, server):
+    assert kube.get("v1", "Namespace", NS) is not None  # discovery is read and cached now
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "works.work.karmada.io"},
+           "spec": {"group": "work.karmada.io", "scope": "Namespaced",
+                    "names": {"plural": "works", "singular": "work", "kind": "Work", "listKind": "WorkList"},
+                    "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                                  "subresources": {"status": {}},
+                                  "schema": {"openAPIV3Schema": {"type": "object",
+                                                                 "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    _, changed = kube.apply(crd)
+    assert changed is True
+    work = {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
+            "metadata": {"name": "w1", "namespace": NS}, "spec": {"workload": {"manifests": []}}}
+    created, changed = kube.apply(work)
+    assert changed is True and created["kind"] == "Work"
+    assert [w["metadata"]["name"] for w in kube.list("work.karmada.io/v1alpha1", "Work", NS)] == ["w1"]
+    # status goes through its subresource
+    patched = kube.merge_patch("work.karmada.io/v1alpha1", "Work", "w1", {"status": {"phase": "Applied"}}, NS,
+                               subresource="status")
+    assert patched["status"] == {"phase": "Applied"}
+    assert kube.delete("work.karmada.io/v1alpha1", "Work", "w1", NS) is True
+    assert kube.get("work.karmada.io/v1alpha1", "Work", "w1", NS) is None
+
+
+def test_a_kind_the_server_does_not_serve_is_absent(kube):
+    kube.discovery_wait = 1
+    assert kube.get("nothing.example.com/v1", "Thing", "x") is None
+    with pytest.raises(KubeError) as err:
+        kube.list("nothing.example.com/v1", "Thing")
+    assert err.value.status == 404
+    assert kube.delete("nothing.example.com/v1", "Thing", "x") is False
+
+
+def test_list_follows_pages_and_selects_by_label(kube, server, monkeypatch):
+    import karmada_kube
+
+    for i in range(5):
+        kube.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": f"page-{i}", "namespace": NS, "labels": {"paged": "yes"}}})
+    monkeypatch.setattr(karmada_kube, "PAGE_SIZE", 2)
+    names = [c["metadata"]["name"] for c in kube.list("v1", "ConfigMap", NS, label_selector="paged=yes")]
+    assert names == [f"page-{i}" for i in range(5)]
+    assert len(kube.list("v1", "ConfigMap", None, field_selector="metadata.name=page-3")) == 1
+
+
+def test_refused_credentials_keep_the_servers_reason(server):
+    bad = Kube.from_kubeconfig(server.kubeconfig.read_text().replace(server.token, "wrong"))
+    with bad, pytest.raises(KubeError) as err:
+        bad.get("v1", "Namespace", NS)
+    assert (err.value.status, err.value.message) == (401, "Unauthorized")
+
+
+def test_unreachable_server_is_status_0_with_a_one_line_reason(server):
+    port = kube_apiserver.free_port()
+    conf = yaml.safe_load(server.kubeconfig.read_text())
+    conf["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    with Kube.from_kubeconfig(conf, timeout=5) as gone:
+        for call in (gone.version, lambda: gone.get("v1", "Namespace", NS), lambda: gone.apply(config_map())):
+            with pytest.raises(KubeError) as err:
+                call()
+            assert (err.value.status, err.value.reason) == (0, "Unreachable")
+            assert err.value.message.startswith(f"cannot reach the Kubernetes API at https://127.0.0.1:{port}: ")
+            assert "Connection refused" in err.value.message and "\n" not in err.value.message
