@@ -28,9 +28,9 @@ export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
 DEFAULT_COMPONENTS="etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet
 kube-proxy kwok coredns ansible-operator pause karmada-aggregated-apiserver
 karmada-controller-manager karmada-scheduler karmada-webhook karmada-agent karmada-descheduler
-karmada-search karmada-metrics-adapter"
-# Built only on request (benchmarks, bundle validation, the S3 server for backup tests).
-ON_DEMAND="operator-sdk karmadactl karmada-operator versitygw"
+karmada-search karmada-metrics-adapter versitygw"
+# Built only on request (benchmarks, bundle validation).
+ON_DEMAND="operator-sdk karmadactl karmada-operator"
 
 log() { printf '[testenv-bin] %s\n' "$*" >&2; }
 

@@ -27,7 +27,6 @@ import json
 import os
 import re
 import tempfile
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -798,8 +797,8 @@ class S3Store(SnapshotStore):
         region: str = "",
         force_path_style: bool = True,
         ca_bundle: str | None = None,
-        part_size: int = 16 * 1024 * 1024,
-        concurrency: int = 4,
+        part_size: int = 8 * 1024 * 1024,
+        concurrency: int = 6,
         connect_timeout: float = 10.0,
         read_timeout: float = 60.0,
         max_attempts: int = 3,
@@ -1032,28 +1031,37 @@ class _S3Body:
 
 
 class _S3Writer(RawWriter):
-    """Parts buffered to ``part_size`` and uploaded by a small thread pool; a snapshot smaller
-    than one part is a single PUT. The object appears only on CompleteMultipartUpload."""
+    """Parts filled to ``part_size`` and uploaded by a small thread pool (at most
+    ``concurrency`` in flight); a snapshot smaller than one part is a single PUT. The object
+    appears only on CompleteMultipartUpload; any error aborts the upload."""
 
     def __init__(self, store: S3Store, name: str):
         self.store, self.name, self.key = store, name, store.key(name)
-        self._buf: list[bytes] = []
-        self._buffered = 0
+        self._part = bytearray(store.part_size)  # filled in place; handed to the upload as is
+        self._filled = 0
         self._upload_id: str | None = None
         self._parts: list[tuple[int, Future[str]]] = []
         self._pool: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
+
+    def _part_size(self) -> int:
+        # S3 allows 10,000 parts: double the part size every 2,000 so no snapshot runs out
+        return self.store.part_size << (len(self._parts) // 2000)
 
     def write(self, data: bytes | memoryview) -> None:
-        self._buf.append(bytes(data))
-        self._buffered += len(data)
-        while self._buffered >= self.store.part_size:
-            whole = b"".join(self._buf)
-            part, rest = whole[: self.store.part_size], whole[self.store.part_size:]
-            self._buf, self._buffered = ([rest] if rest else []), len(rest)
-            self._send(part)
+        view = memoryview(data).cast("B")
+        size = len(self._part)
+        while view:
+            n = min(len(view), size - self._filled)
+            self._part[self._filled:self._filled + n] = view[:n]
+            self._filled += n
+            view = view[n:]
+            if self._filled == size:
+                full, self._filled = self._part, 0
+                self._send(full)
+                size = self._part_size()
+                self._part = bytearray(size)
 
-    def _send(self, part: bytes) -> None:
+    def _send(self, part: bytes | bytearray) -> None:
         if self._upload_id is None:
             with self.store._mapped("starting the upload of", self.name, write=True):
                 self._upload_id = self.store._client.create_multipart_upload(
@@ -1069,14 +1077,14 @@ class _S3Writer(RawWriter):
         assert self._pool is not None
         self._parts.append((number, self._pool.submit(self._upload_part, number, part)))
 
-    def _upload_part(self, number: int, body: bytes) -> str:
+    def _upload_part(self, number: int, body: bytes | bytearray) -> str:
         with self.store._mapped(f"uploading part {number} of", self.name, write=True):
             return self.store._client.upload_part(Bucket=self.store.bucket, Key=self.key, UploadId=self._upload_id,
                                                   PartNumber=number, Body=body)["ETag"]
 
     def commit(self) -> None:
-        rest = b"".join(self._buf)
-        self._buf, self._buffered = [], 0
+        rest = bytes(memoryview(self._part)[: self._filled])
+        self._part, self._filled = bytearray(), 0
         if self._upload_id is None:
             with self.store._mapped("uploading", self.name, write=True):
                 self.store._client.put_object(Bucket=self.store.bucket, Key=self.key, Body=rest,
@@ -1092,7 +1100,7 @@ class _S3Writer(RawWriter):
         self._shutdown()
 
     def abort(self) -> None:
-        self._buf, self._buffered = [], 0
+        self._part, self._filled = bytearray(), 0
         self._shutdown(cancel=True)
         if self._upload_id is not None:
             with contextlib.suppress(Exception):
