@@ -43,5 +43,6 @@ def bin_path():
     return binary
 
 
-# host_cluster / member_clusters fixtures of the tier-3 test bed (hack/testenv).
-pytest_plugins = ["support.testenv"]
+# host_cluster / member_clusters fixtures of the tier-3 test bed (hack/testenv); the S3 server
+# (versitygw) the backup store tests use.
+pytest_plugins = ["support.testenv", "support.s3_server"]

@@ -28,7 +28,7 @@ export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
 DEFAULT_COMPONENTS="etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet
 kube-proxy kwok coredns ansible-operator pause karmada-aggregated-apiserver
 karmada-controller-manager karmada-scheduler karmada-webhook karmada-agent karmada-descheduler
-karmada-search karmada-metrics-adapter"
+karmada-search karmada-metrics-adapter versitygw"
 # Built only on request (benchmarks, bundle validation).
 ON_DEMAND="operator-sdk karmadactl karmada-operator"
 
@@ -44,6 +44,7 @@ version_of() {
     operator-sdk) echo "$OPERATOR_SDK_VERSION" ;;
     karmada* ) echo "$KARMADA_VERSION" ;;
     pause) echo "$PAUSE_VERSION" ;;
+    versitygw) echo "$VERSITYGW_VERSION" ;;
     *) log "unknown component: $1 (known: $DEFAULT_COMPONENTS $ON_DEMAND)"; exit 2 ;;
   esac
 }
@@ -149,6 +150,8 @@ build_one() {
     operator-sdk) install_at operator-sdk "$version" \
       "github.com/operator-framework/operator-sdk/cmd/operator-sdk@$version" ;;
     pause) build_in "$here/pause" pause "$version" . ;;
+    versitygw) install_at versitygw "$version" "github.com/versity/versitygw/cmd/versitygw@$version" \
+      "-X main.Version=$version -X main.Build=$version" ;;
     karmadactl | karmada-*)
       local pkg=github.com/karmada-io/karmada/cmd/${name#karmada-}
       [ "$name" = karmadactl ] && pkg=github.com/karmada-io/karmada/cmd/karmadactl
