@@ -87,8 +87,15 @@ def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], 
         host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
         yield {"fleet": fleet, "operator_ns": op_ns, "operator": op_name, "member": member_clusters[0]}
     finally:
-        host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
-        host_cluster.kubectl("delete", "deployment", op_name, "-n", op_ns, "--timeout=120s", check=False)
+        # The finalizer runs after the reconcile in progress; kubectl waits up to 300 s, so the
+        # subprocess must not be killed earlier.
+        started = time.monotonic()
+        gone = host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False,
+                                    timeout=330)
+        print(f"\nKarmadaDeployment deleted by the in-cluster operator in {time.monotonic() - started:.0f}s "
+              f"(rc={gone.returncode})")
+        host_cluster.kubectl("delete", "deployment", op_name, "-n", op_ns, "--timeout=120s", check=False,
+                             timeout=150)
         host_cluster.kubectl("delete", "namespace", op_ns, "--wait=false", check=False)
         if crds is not None:
             crds.stop()
