@@ -271,7 +271,7 @@ MACROS = {
 _FIELDS = (("minute", 0, 59, None), ("hour", 0, 23, None), ("day of month", 1, 31, None),
            ("month", 1, 12, ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]),
            ("day of week", 0, 6, ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]))
-_SEARCH_YEARS = 5  # longer than any valid schedule's gap (Feb 29: at most 8 years... see next_run)
+TIME_ZONE_PATTERN = r"[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*"  # the CRD's spec.timeZone, anchored there
 
 
 @dataclass(frozen=True)
@@ -347,7 +347,7 @@ def zone(name: str | None) -> ZoneInfo:
     """The IANA zone ``name`` (UTC when empty); ValueError when unknown."""
     if not name:
         return ZoneInfo("UTC")
-    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*", name) or len(name) > 64:
+    if not re.fullmatch(TIME_ZONE_PATTERN, name) or len(name) > 64:
         raise ValueError(f"time zone {name!r} is not an IANA name such as Europe/Berlin or UTC")
     try:
         return ZoneInfo(name)

@@ -3,8 +3,10 @@ ticks), the lease, the status, member choice, the streaming revision reader and 
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
+import re
 import struct
 import time
 from datetime import UTC, datetime, timedelta
@@ -209,6 +211,26 @@ def test_fall_back_runs_the_repeated_wall_time_once():
     assert eb.next_run("*/30 * * * *", "Europe/Berlin", second) == utc(2026, 10, 25, 2, 0)
 
 
+CRONS = ["0 2 * * *", "*/15 0-6,22-23/2 1,15 JAN-MAR mon-fri", "59 23 31 12 6", "5/10 * * * SUN", "@weekly",
+         "@annually", "0 0 1 */3 *", "60 * * * *", "0 24 * * *", "0 0 0 * *", "0 0 32 * *", "0 0 1 13 *",
+         "0 0 * * 7", "0 0 * JANUARY *", "*/0 * * * *", "0 0 * * * *", "@every 1h", "a b c d e", "@reboot"]
+
+
+@pytest.mark.parametrize("cron", CRONS)
+def test_the_evaluator_accepts_exactly_what_the_crd_accepts(cron):
+    crd_accepts = bool(re.fullmatch(crd_schema().CRON, cron))
+    try:
+        eb.parse_schedule(cron)
+        ours = True
+    except ValueError:
+        ours = False
+    assert ours == crd_accepts
+
+
+def test_time_zone_pattern_is_the_crds():
+    assert f"^{eb.TIME_ZONE_PATTERN}$" == crd_schema().TIME_ZONE
+
+
 def test_zone_names():
     assert eb.zone("") == ZoneInfo("UTC")
     assert eb.zone("America/Argentina/Buenos_Aires") == ZoneInfo("America/Argentina/Buenos_Aires")
@@ -392,17 +414,18 @@ def test_status_while_running_and_next_schedule_time_rules():
     assert "nextScheduleTime" not in eb.status_after(st, None, NOW)  # on-demand
 
 
-def test_status_items_match_the_crd_schema():
-    import importlib.util
+def crd_schema():
+    spec = importlib.util.spec_from_file_location("crdgen_schema", ROOT / "hack/crdgen/schema.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
+
+def test_status_items_match_the_crd_schema():
     import jsonschema
 
-    spec = importlib.util.spec_from_file_location("crdgen_schema", ROOT / "hack/crdgen/schema.py")
-    crd_schema = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(crd_schema)
-
     st = eb.status_after({}, result_line(), NOW, generation=1, schedule="@daily", scheduled_time=NOW)
-    jsonschema.validate(st, crd_schema.etcd_backup_status())
+    jsonschema.validate(st, crd_schema().etcd_backup_status())
 
 
 # --------------------------------------------------------------------------- streaming revision
