@@ -736,9 +736,9 @@ def status_after(status: Mapping[str, Any] | None, result: Mapping[str, Any] | N
         out["lastScheduleTime"] = _rfc3339(scheduled_time)
     if running:
         out["phase"] = "Running"
+        tick = f" for {_rfc3339(scheduled_time)}" if scheduled_time is not None else ""
         conds.append({"type": CONDITION_READY, "status": "Unknown", "reason": "BackupRunning",
-                      "message": f"backup {scheduled_time and _rfc3339(scheduled_time) or ''} is running".replace(
-                          "  ", " ")})
+                      "message": f"a backup{tick} is running"})
     elif error is not None:
         reason, message = _reason_message(error)
         out["phase"] = "Failed"
