@@ -12,7 +12,8 @@ kubernetes.core builds on):
 * :meth:`Kube.apply` is server-side apply with field manager ``karmada-operator``: only the
   fields in the manifest are ours, fields other writers own (a service-account token's data,
   an agent's Cluster spec) are left to them. It reports a change only when the apply changed
-  the object (the resourceVersion moved), so a second run with the same input changes nothing;
+  the object (its content; status and bookkeeping aside): a second run with the same input
+  changes nothing;
 * every failed call is a :class:`KubeError` (HTTP status, reason, one-line message; status 0
   when the server was not reached). Messages never carry object contents.
 """
@@ -68,6 +69,18 @@ def root_cause(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------- kubeconfig data
+
+
+def content(obj: dict[str, Any] | None) -> dict[str, Any]:
+    """An object without its status and the server's bookkeeping (resourceVersion, managedFields...)."""
+    obj = obj or {}
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _SERVER_METADATA}
+    return {**{k: v for k, v in obj.items() if k not in _SERVER_FIELDS}, "metadata": meta}
+
+
+def content_changed(before: dict[str, Any] | None, after: dict[str, Any] | None) -> bool:
+    """Whether a write changed what the object says (not only its status or resourceVersion)."""
+    return content(before) != content(after)
 
 
 def load_kubeconfig_text(text: str) -> dict[str, Any]:
@@ -422,8 +435,9 @@ class Kube:
         """Server-side apply of the fields ``obj`` sets; (object, changed).
 
         ``force`` takes over fields another manager set (ours by intent). Changed means the
-        apply created the object or moved its resourceVersion: applying what is already there
-        writes nothing, so a repeated apply reports no change.
+        apply created the object or changed its content (``content_changed``): applying what is
+        already there writes nothing, so a repeated apply reports no change, even while other
+        controllers keep writing the object's status (which moves its resourceVersion).
         """
         meta = obj["metadata"]
         api_version, kind, name, namespace = obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")
@@ -437,8 +451,7 @@ class Kube:
             hide=_secret_values(obj)))
         if before is None:
             return out, True
-        rv = (before.get("metadata") or {}).get("resourceVersion")
-        return out, (out.get("metadata") or {}).get("resourceVersion") != rv
+        return out, content_changed(before, out)
 
     def merge_patch(self, api_version: str, kind: str, name: str, patch: dict[str, Any],
                     namespace: str | None = None, subresource: str = "") -> dict[str, Any]:

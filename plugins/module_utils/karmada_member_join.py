@@ -44,10 +44,16 @@ import yaml
 
 try:  # as Ansible ships it to the module
     from ansible.module_utils import karmada_pki as pki
-    from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError, kubeconfig_cluster
+    from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError, content_changed, kubeconfig_cluster
 except ImportError:  # as plain Python (tests, plugins)
     import karmada_pki as pki  # type: ignore[no-redef]
-    from karmada_kube import Kube, KubeConfigError, KubeError, kubeconfig_cluster  # type: ignore[no-redef]
+    from karmada_kube import (  # type: ignore[no-redef]
+        Kube,
+        KubeConfigError,
+        KubeError,
+        content_changed,
+        kubeconfig_cluster,
+    )
 
 CLUSTER_API = "cluster.karmada.io/v1alpha1"
 CLUSTER_NAMESPACE = "karmada-cluster"  # Karmada's default for member credentials, on both sides
@@ -613,13 +619,13 @@ class Joiner:
         if self.result.ready:
             # The agent made the Cluster (and owns the rest of it); the labels and taints from
             # the spec are ours to keep. A merge patch (never creates a Cluster the agent has just
-            # removed); one that changes nothing leaves the resourceVersion as it was.
+            # removed); changed when the Cluster's content moved (its status is written all the time).
             before = karmada.get(CLUSTER_API, "Cluster", self.spec.name) or {}
             want_obj = cluster_object(self.spec, member.server, push=False)
             after = karmada.merge_patch(CLUSTER_API, "Cluster", self.spec.name,
                                         {"metadata": {"labels": want_obj["metadata"]["labels"]},
                                          "spec": {"taints": want_obj["spec"]["taints"]}})
-            if _resource_version(after) != _resource_version(before):
+            if content_changed(before, after):
                 self.result.changed = True
                 self.result.changes.append("karmada: labels and taints on Cluster")
 
@@ -733,10 +739,6 @@ class Joiner:
         self.result.message = "; ".join(notes + [f"removed from Karmada, but the member-side objects (namespace "
                                                  f"{CLUSTER_NAMESPACE}, service accounts, RBAC) are left: "
                                                  f"{message}; retried at the next reconcile"])
-
-
-def _resource_version(obj: dict[str, Any]) -> str:
-    return (obj.get("metadata") or {}).get("resourceVersion") or ""
 
 
 def _now() -> dt.datetime:

@@ -166,3 +166,20 @@ def test_root_cause_is_the_innermost_reason_in_one_line():
             raise RuntimeError("Max retries exceeded\nwith url: /version") from inner
     except RuntimeError as outer:
         assert root_cause(outer) == "[Errno 111] Connection refused"
+
+
+def test_content_changed_ignores_status_and_server_bookkeeping():
+    """Karmada's controllers write a Cluster's status every few seconds: that is not our change."""
+    import karmada_kube as kk
+
+    before = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+              "metadata": {"name": "m1", "resourceVersion": "10", "labels": {"a": "1"},
+                           "managedFields": [{"manager": "karmada-operator"}]},
+              "spec": {"syncMode": "Push"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    status_only = {**before, "metadata": {**before["metadata"], "resourceVersion": "11",
+                                          "managedFields": [{"manager": "karmada-operator"}, {"manager": "x"}]},
+                   "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    assert not kk.content_changed(before, status_only)
+    relabelled = {**before, "metadata": {**before["metadata"], "labels": {"a": "2"}}}
+    assert kk.content_changed(before, relabelled)
+    assert kk.content_changed(before, {**before, "spec": {"syncMode": "Pull"}})
