@@ -76,6 +76,8 @@ CRON_FIELDS = [
     _cron_field(r"[0-6]", _DAYS + [d.lower() for d in _DAYS]),
 ]
 CRON_MACROS = ["yearly", "annually", "monthly", "weekly", "daily", "midnight", "hourly"]
+# An IANA time zone name (Europe/Berlin, America/Argentina/Buenos_Aires, Etc/GMT+5, UTC).
+TIME_ZONE = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$"
 CRON = r"^(@(" + "|".join(CRON_MACROS) + r")|" + r"\s+".join(f"({f})" for f in CRON_FIELDS) + r")$"
 
 
@@ -669,7 +671,8 @@ def etcd_backup_spec() -> Schema:
         "What to back up, when, and where.",
         {
             "karmadaDeploymentRef": local_ref("the KarmadaDeployment whose etcd is backed up"),
-            "schedule": s("Cron schedule (5 fields, UTC); omit for a single backup now.", maxLength=128,
+            "schedule": s("Cron schedule (5 fields, in timeZone, default UTC); omit for a single backup "
+                          "now.", maxLength=128,
                           pattern=r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|"
                                   r"(\S+\s+){4}\S+)$",
                           **{"x-kubernetes-validations": [
@@ -679,6 +682,9 @@ def etcd_backup_spec() -> Schema:
                                   "month 1-12 or JAN-DEC, day of week 0-6 or SUN-SAT; each *, a value, a-b, "
                                   "optionally /step, or a comma-separated list of those"),
                           ]}),
+            "timeZone": s("IANA time zone the schedule is read in, e.g. Europe/Berlin (default UTC). A wall "
+                          "time skipped by a daylight-saving change does not fire; one that repeats fires once.",
+                          minLength=1, maxLength=64, pattern=TIME_ZONE),
             "suspend": s("Pause the schedule.", "boolean", default=False),
             "retention": obj("How many backups to keep.", {
                 "maxBackups": s("Keep the newest N snapshots; older ones are deleted.", "integer", minimum=1,
@@ -710,6 +716,8 @@ def etcd_backup_spec() -> Schema:
                             required=["name"]),
                         "forcePathStyle": s("Use path-style addressing (most S3-compatible stores).",
                                             "boolean", default=True),
+                        "caSecretRef": secret_key_ref(
+                            "the PEM CA bundle that signed the endpoint's certificate (private CAs)", "ca.crt"),
                     }, required=["endpoint", "bucket", "credentialsSecretRef"]),
                 },
                 **{"x-kubernetes-validations": [
@@ -723,13 +731,24 @@ def etcd_backup_spec() -> Schema:
 
 def snapshot_item() -> Schema:
     return obj("A stored snapshot.", {
+        "name": s("Snapshot name in the store (<EtcdBackup>-<UTC time>.db).", maxLength=253),
         "location": s("pvc://claim/path or s3://bucket/key."),
         "sizeBytes": s("Size.", "integer", format="int64"),
         "sha256": s("sha256 of the file."),
         "revision": s("etcd revision at snapshot time.", "integer", format="int64"),
         "etcdVersion": s("etcd server version."),
+        "karmadaVersion": s("Karmada version of the KarmadaDeployment when the snapshot was taken."),
         "takenAt": s("When it was taken.", format="date-time"),
+        "durationSeconds": s("How long the backup took (snapshot, upload, verification), when known.",
+                             "number"),
     })
+
+
+def last_successful_backup() -> Schema:
+    item = snapshot_item()
+    item["description"] = "The last backup that succeeded."
+    item["properties"]["endpoint"] = s("The etcd member the snapshot was taken from.")
+    return item
 
 
 def etcd_backup_status() -> Schema:
@@ -737,7 +756,10 @@ def etcd_backup_status() -> Schema:
         "phase": s("Phase.", enum=["Pending", "Running", "Succeeded", "Failed"]),
         "observedGeneration": s("Generation last reconciled.", "integer", format="int64"),
         "lastScheduleTime": s("Last scheduled run.", format="date-time"),
+        "nextScheduleTime": s("Next scheduled run (absent without a schedule or while suspended).",
+                              format="date-time"),
         "lastSuccessfulTime": s("Last successful backup.", format="date-time"),
+        "lastSuccessfulBackup": last_successful_backup(),
         "snapshots": arr("Snapshots kept, newest first.", snapshot_item()),
         "conditions": conditions(),
     })

@@ -7,6 +7,7 @@ JSON lines with base64 ``blob`` chunks, and etcd sends the sha256 of the databas
 
 from __future__ import annotations
 
+import array
 import base64
 import contextlib
 import hashlib
@@ -15,7 +16,7 @@ import mmap
 import os
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,84 @@ class SnapshotResult:
 # --------------------------------------------------------------------------- stream
 
 
+@dataclass(frozen=True)
+class StreamedSnapshot:
+    """What :func:`stream_snapshot` sent on: the bytes as etcd sent them (database + trailer)."""
+
+    size: int
+    sha256: str
+    revision: int
+    storage_version: str
+    endpoint: str
+    duration_seconds: float
+
+
+def stream_snapshot(
+    client: EtcdClient,
+    write: Callable[[bytes], Any],
+    endpoint: str | None = None,
+    chunk_timeout: float = 60.0,
+) -> StreamedSnapshot:
+    """Stream a snapshot from one member into ``write`` (a file's or a store writer's), checking
+    etcd's sha256 trailer and reading the database's revision on the way, with no local copy.
+
+    ``write`` receives every byte etcd sent, trailer included (what ``etcdutl snapshot
+    restore`` reads). Raises EtcdSnapshotError when the stream breaks or the trailer does
+    not match; the caller then discards what ``write`` got (a store writer aborts).
+    """
+    target = validate_endpoint(endpoint) if endpoint else client.first_reachable()
+    started = time.monotonic()
+    resp = client.stream(target, "maintenance/snapshot", chunk_timeout)
+    digest = hashlib.sha256()  # of the database: must equal the trailer
+    whole = hashlib.sha256()  # of the bytes as sent, returned to the caller
+    pages = RevisionReader()  # the revision, from the bbolt pages as they pass
+    tail = b""  # the last HASH_SIZE bytes seen, not yet hashed
+    size = 0
+    storage_version = ""
+    try:
+        for line in _json_lines(resp):
+            blob = _fast_blob(line)
+            if blob is None:  # not the common shape: parse it properly
+                msg = json.loads(line)
+                if "error" in msg:
+                    err = msg["error"] if isinstance(msg["error"], dict) else {"message": msg["error"]}
+                    raise api_error(target, "/v3/maintenance/snapshot", err.get("http_code", 500), err)
+                result = msg.get("result", msg)
+                storage_version = result.get("version", storage_version)
+                blob = base64.b64decode(result.get("blob", ""))
+            elif size == 0:  # the first message also says the storage version (etcd >= 3.6)
+                storage_version = json.loads(line).get("result", {}).get("version", "")
+            write(blob)
+            whole.update(blob)
+            size += len(blob)
+            if len(blob) >= HASH_SIZE:
+                digest.update(tail)
+                db_part = memoryview(blob)[:-HASH_SIZE]
+                digest.update(db_part)
+                pages.feed(tail)
+                pages.feed(db_part)
+                tail = blob[-HASH_SIZE:]
+            else:
+                buf = tail + blob
+                digest.update(buf[:-HASH_SIZE])
+                pages.feed(buf[:-HASH_SIZE])
+                tail = buf[-HASH_SIZE:]
+    except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError) as exc:
+        raise EtcdSnapshotError(
+            f"snapshot stream from {target} broke after {size} bytes ({exc}); "
+            "retry the backup, preferably from another member"
+        ) from exc
+    finally:
+        resp.close()
+    if size <= HASH_SIZE or digest.digest() != tail:
+        raise EtcdSnapshotError(
+            f"snapshot from {target} failed its sha256 check ({size} bytes "
+            "received); the stream was cut or corrupted: retry the backup"
+        )
+    return StreamedSnapshot(size, whole.hexdigest(), pages.revision(), storage_version, target,
+                            round(time.monotonic() - started, 3))
+
+
 def save_snapshot(
     client: EtcdClient, path: str | os.PathLike[str], endpoint: str | None = None, chunk_timeout: float = 60.0
 ) -> SnapshotResult:
@@ -65,73 +144,26 @@ def save_snapshot(
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
     part = final.with_name(final.name + ".part")
-    started = time.monotonic()
-    resp = client.stream(target, "maintenance/snapshot", chunk_timeout)
-    digest = hashlib.sha256()  # of the database: must equal the trailer
-    whole = hashlib.sha256()  # of the file as written, returned to the caller
-    tail = b""  # the last HASH_SIZE bytes seen, not yet hashed
-    size = 0
-    storage_version = ""
     try:
         with open(part, "wb") as out:
-            for line in _json_lines(resp):
-                blob = _fast_blob(line)
-                if blob is None:  # not the common shape: parse it properly
-                    msg = json.loads(line)
-                    if "error" in msg:
-                        err = (
-                            msg["error"] if isinstance(msg["error"], dict) else {"message": msg["error"]}
-                        )
-                        raise api_error(
-                            target, "/v3/maintenance/snapshot", err.get("http_code", 500), err
-                        )
-                    result = msg.get("result", msg)
-                    storage_version = result.get("version", storage_version)
-                    blob = base64.b64decode(result.get("blob", ""))
-                elif size == 0:  # the first message also says the storage version (etcd >= 3.6)
-                    storage_version = json.loads(line).get("result", {}).get("version", "")
-                out.write(blob)
-                whole.update(blob)
-                size += len(blob)
-                if len(blob) >= HASH_SIZE:
-                    digest.update(tail)
-                    digest.update(memoryview(blob)[:-HASH_SIZE])
-                    tail = blob[-HASH_SIZE:]
-                else:
-                    buf = tail + blob
-                    digest.update(buf[:-HASH_SIZE])
-                    tail = buf[-HASH_SIZE:]
-    except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError) as exc:
-        part.unlink(missing_ok=True)
-        raise EtcdSnapshotError(
-            f"snapshot stream from {target} broke after {size} bytes ({exc}); "
-            "retry the backup, preferably from another member"
-        ) from exc
+            streamed = stream_snapshot(client, out.write, target, chunk_timeout)
+        revision = snapshot_revision(part)
     except BaseException:
         part.unlink(missing_ok=True)
         raise
-    finally:
-        resp.close()
-    if size <= HASH_SIZE or digest.digest() != tail:
-        part.unlink(missing_ok=True)
-        raise EtcdSnapshotError(
-            f"snapshot from {target} failed its sha256 check ({size} bytes "
-            "received); the stream was cut or corrupted: retry the backup"
-        )
-    revision = snapshot_revision(part)
     os.replace(part, final)
     status_version = ""
     with contextlib.suppress(EtcdError):  # the file is good; the version is informational
         status_version = client.status(target).version
     return SnapshotResult(
         str(final),
-        size,
-        whole.hexdigest(),
+        streamed.size,
+        streamed.sha256,
         revision,
         status_version,
-        storage_version,
+        streamed.storage_version,
         target,
-        round(time.monotonic() - started, 3),
+        streamed.duration_seconds,
     )
 
 
@@ -221,6 +253,158 @@ def snapshot_revision(path: str | os.PathLike[str]) -> int:
             raise EtcdSnapshotError(
                 f"{path} is not a readable etcd database ({exc}); use another backup"
             ) from exc
+
+
+# bbolt page layout: a 16-byte header (id u64, flags u16, count u16, overflow u32), then
+# `count` element headers of 16 bytes; keys and values follow, addressed relative to their element.
+_BRANCH, _LEAF, _META = 0x01, 0x02, 0x04
+_BUCKET_ELEMENT = 0x01
+_MAX_SPAN = 128 << 20  # a page claiming more (with its overflow) is not taken for one
+_SCAN_LIMIT = 256  # elements scanned for the "key" bucket on a leaf of short keys
+
+
+class RevisionReader:
+    """The revision of an etcd database read from its bbolt pages while they stream past.
+
+    :func:`snapshot_revision` follows page pointers in a file; a stream cannot seek back, so
+    this records, for every page as it passes, the little the pointer walk needs: the last
+    child of each branch page, the child towards ``b"key"`` of branch pages of short keys
+    (the root bucket), the revision of the last key of each leaf page, and where a ``key``
+    bucket element points. ``revision()`` then walks from the newest meta page through
+    these records. Memory: 8 bytes per leaf page plus a small entry per branch page, and
+    the bytes of the page being read (with its overflow); stale (freed) pages are recorded
+    too but are never reached from the meta page.
+    """
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._offset = 0  # stream offset of _buf[0]
+        self._page_size = 0
+        self._error = ""
+        self._metas: list[tuple[int, int]] = []  # (txid, root bucket pgid)
+        self._last_child: dict[int, int] = {}
+        self._key_child: dict[int, int] = {}
+        self._key_bucket: dict[int, tuple[str, int]] = {}  # leaf -> ("page", root) | ("rev", revision)
+        self._last_rev = array.array("q")  # leaf pgid -> revision of its last key; -1: not a leaf
+
+    def feed(self, data: bytes | memoryview) -> None:
+        if self._error or not data:
+            return
+        self._buf += data
+        try:
+            self._drain()
+        except (struct.error, IndexError, ValueError) as exc:
+            self._error = f"unreadable bbolt page near byte {self._offset} ({exc})"
+            self._buf = bytearray()
+
+    def _drain(self) -> None:
+        buf = self._buf
+        if not self._page_size:
+            if len(buf) < 28:
+                return
+            magic, _version, size = struct.unpack_from("<III", buf, 16)
+            if magic != BOLT_MAGIC or size < 512 or size & (size - 1):
+                self._error = "not a bbolt database (no meta page at its start)"
+                return
+            self._page_size = size
+        ps = self._page_size
+        pos = 0
+        with memoryview(buf) as view:
+            while len(buf) - pos >= ps:
+                pgid = (self._offset + pos) // ps
+                _id, flags, count, overflow = struct.unpack_from("<QHHI", buf, pos)
+                span = (overflow + 1) * ps
+                if _id == pgid and flags & (_BRANCH | _LEAF | _META) and span <= _MAX_SPAN:
+                    if len(buf) - pos < span:
+                        break  # wait for the rest of this page
+                    with view[pos : pos + span] as page:
+                        self._page(pgid, flags, count, page)
+                pos += ps  # one page at a time: a stale header's overflow may cover live pages
+        if pos:
+            del buf[:pos]
+            self._offset += pos
+
+    def _page(self, pgid: int, flags: int, count: int, page: memoryview) -> None:
+        if flags & _META:
+            if pgid in (0, 1):
+                magic, _ver, _ps, _flags, root, _seq, _free, _hwm, txid = struct.unpack_from("<IIII5Q", page, 16)
+                if magic == BOLT_MAGIC:
+                    self._metas.append((txid, root))
+            return
+        if flags & _BRANCH:
+            if count == 0:
+                return
+            last = 16 + 16 * (count - 1)
+            self._last_child[pgid] = struct.unpack_from("<Q", page, last + 8)[0]
+            if count <= _SCAN_LIMIT and struct.unpack_from("<I", page, 16 + 4)[0] not in (17, 18):
+                child = None
+                for i in range(count):
+                    e = 16 + 16 * i
+                    pos, ksize, cid = struct.unpack_from("<IIQ", page, e)
+                    if child is None or bytes(page[e + pos : e + pos + ksize]) <= b"key":
+                        child = cid
+                    else:
+                        break
+                if child is not None:
+                    self._key_child[pgid] = child
+            return
+        # leaf
+        revs = self._last_rev
+        if pgid >= len(revs):
+            revs.extend(array.array("q", [-1]) * (pgid + 1 - len(revs)))
+        if count == 0:
+            revs[pgid] = 0
+            return
+        last = 16 + 16 * (count - 1)
+        _f, pos, ksize, _v = struct.unpack_from("<IIII", page, last)
+        if ksize >= 8:
+            revs[pgid] = struct.unpack_from(">Q", page, last + pos)[0] & 0x7FFFFFFFFFFFFFFF
+        if count <= _SCAN_LIMIT and struct.unpack_from("<I", page, 16 + 8)[0] not in (17, 18):
+            for i in range(count):
+                e = 16 + 16 * i
+                eflags, pos, ksize, vsize = struct.unpack_from("<IIII", page, e)
+                if eflags & _BUCKET_ELEMENT and ksize == 3 and bytes(page[e + pos : e + pos + 3]) == b"key":
+                    value = bytes(page[e + pos + 3 : e + pos + 3 + vsize])
+                    root = struct.unpack_from("<Q", value, 0)[0]
+                    if root:
+                        self._key_bucket[pgid] = ("page", root)
+                    else:  # an inline bucket: its one leaf page follows the bucket header
+                        self._key_bucket[pgid] = ("rev", _inline_last_revision(value))
+
+    def revision(self) -> int:
+        """The revision of the last key of the live ``key`` bucket; EtcdSnapshotError if unreadable."""
+        if self._error:
+            raise EtcdSnapshotError(f"snapshot revision: {self._error}")
+        if not self._metas:
+            raise EtcdSnapshotError("snapshot revision: no valid bbolt meta page")
+        _, pgid = max(self._metas)
+        for _ in range(64):  # tree depth; a loop means a broken file
+            if pgid not in self._key_child:
+                break
+            pgid = self._key_child[pgid]
+        entry = self._key_bucket.get(pgid)
+        if entry is None:
+            raise EtcdSnapshotError("snapshot revision: no 'key' bucket: not an etcd database")
+        kind, value = entry
+        if kind == "rev":
+            return value
+        pgid = value
+        for _ in range(64):
+            if pgid not in self._last_child:
+                break
+            pgid = self._last_child[pgid]
+        if pgid >= len(self._last_rev) or self._last_rev[pgid] < 0:
+            raise EtcdSnapshotError(f"snapshot revision: leaf page {pgid} of the 'key' bucket was not in the stream")
+        return self._last_rev[pgid]
+
+
+def _inline_last_revision(bucket: bytes) -> int:
+    _pid, _flags, count, _ov = struct.unpack_from("<QHHI", bucket, 16)
+    if count == 0:
+        return 0
+    e = 16 + 16 + 16 * (count - 1)
+    _f, pos, _ksize, _v = struct.unpack_from("<IIII", bucket, e)
+    return struct.unpack_from(">Q", bucket, e + pos)[0]
 
 
 def _bolt_last_revision(data: mmap.mmap | bytes) -> int:

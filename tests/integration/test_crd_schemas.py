@@ -241,6 +241,17 @@ BROKEN = [
      ["spec.storage.pvc.subPath", "must not contain '..' segments"]),
     ("backup-subpath-absolute", "EtcdBackup", {"spec.storage.pvc.subPath": "/srv/backups"},
      ["spec.storage.pvc.subPath", "must be relative to the volume"]),
+    # EtcdBackup time zone: an IANA name, nothing else (the operator also checks the zone database)
+    *[(f"backup-timezone-{name}", "EtcdBackup", {"spec.schedule": "0 2 * * *", "spec.timeZone": tz},
+       ["spec.timeZone", "should match"])
+      for name, tz in [("path", "/etc/localtime"), ("dotdot", "../../etc/passwd"), ("space", "Europe/Berlin x"),
+                       ("semicolon", "UTC;date"), ("empty-segment", "Europe//Berlin"), ("trailing-slash", "UTC/")]],
+    ("backup-timezone-too-long", "EtcdBackup", {"spec.timeZone": "A" * 65},
+     ["spec.timeZone", "may not be more than 64"]),
+    ("backup-s3-ca-without-name", "EtcdBackup",
+     {"spec.storage": {"s3": {"endpoint": "https://s3.example", "bucket": "bkt", "credentialsSecretRef": {"name": "c"},
+                              "caSecretRef": {"key": "ca.pem"}}}},
+     ["spec.storage.s3.caSecretRef.name", "Required value"]),
     ("restore-location-dotdot", "EtcdRestore", {"spec.source": {"location": "pvc://etcd-backups/../x.db"}},
      ["spec.source.location", "must not contain '..' path segments"]),
     ("restore-s3-location-dotdot", "EtcdRestore", {"spec.source": {"location": "s3://bucket/a/../../b.db"}},
@@ -283,6 +294,12 @@ ACCEPTED = [
       for name, cron in [("ranges-steps-lists", "*/15 0-6,22-23/2 1,15 JAN-MAR mon-fri"),
                          ("bounds", "59 23 31 12 6"), ("start-step", "5/10 * * * SUN"), ("weekly", "@weekly"),
                          ("annually", "@annually"), ("quarterly", "0 0 1 */3 *")]],
+    *[(f"backup-timezone-{tz.replace('/', '-').replace('+', 'plus').lower()}", "EtcdBackup",
+       {"spec.schedule": "30 2 * * *", "spec.timeZone": tz})
+      for tz in ["UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires", "Etc/GMT+5", "America/Port-au-Prince"]],
+    ("backup-s3-with-ca", "EtcdBackup",
+     {"spec.storage": {"s3": {"endpoint": "https://s3.example", "bucket": "bkt", "credentialsSecretRef": {"name": "c"},
+                              "caSecretRef": {"name": "s3-ca"}}}}),
     ("subpath-with-dots-in-names", "EtcdBackup", {"spec.storage.pvc.subPath": "karmada/..backups/v1..2"}),
     ("restore-location", "EtcdRestore", {"spec.source": {"location": "pvc://etcd-backups/karmada/x..db"}}),
 ]

@@ -1,0 +1,123 @@
+"""The backup Job's entrypoint: one EtcdBackup run inside the cluster, one JSON line out.
+
+Run in the operator image as ``python3 <module_utils>/etcd_backup_job.py`` (its directory is
+then on sys.path, so the sibling module_utils import as plain modules). Inputs:
+
+- the plan (:func:`etcd_backup.backup_plan`) as JSON in ``ETCD_BACKUP_PLAN``, or a file named
+  by ``ETCD_BACKUP_PLAN_FILE`` or ``--plan FILE``;
+- etcd client TLS: the files named in ``plan.etcd.tls`` (a Secret volume with ``items``);
+- the store: the PVC mounted at ``plan.storage.mountPath``; or S3 credentials from the
+  mounted Secret files ``accessKeyID``/``secretAccessKey`` in ``plan.storage.credentials
+  .mountPath``, else from ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, and the optional
+  CA bundle file ``plan.storage.caBundle.file``.
+
+Output: exactly one JSON line on stdout: :meth:`BackupResult.as_dict` (``"ok": true``) or
+``{"ok": false, "reason", "message"}``; exit code 0 or 1 (2: bad input, no point retrying).
+Nothing secret is printed: store and etcd errors carry no credentials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+try:
+    from ansible.module_utils import etcd_backup
+    from ansible.module_utils import etcd_backup_store as store_lib
+    from ansible.module_utils.etcd_gateway import EtcdClient, EtcdConfigError, EtcdError
+except ImportError:
+    import etcd_backup  # type: ignore[no-redef]
+    import etcd_backup_store as store_lib  # type: ignore[no-redef]
+    from etcd_gateway import EtcdClient, EtcdConfigError, EtcdError  # type: ignore[no-redef]
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+
+
+def load_plan(argv_plan: str | None, env: Mapping[str, str]) -> dict[str, Any]:
+    text = env.get("ETCD_BACKUP_PLAN")
+    path = argv_plan or env.get("ETCD_BACKUP_PLAN_FILE")
+    if path:
+        text = Path(path).read_text()
+    if not text:
+        raise ValueError("no plan: set ETCD_BACKUP_PLAN (JSON) or ETCD_BACKUP_PLAN_FILE, or pass --plan")
+    plan = json.loads(text)
+    if not isinstance(plan, dict) or plan.get("format") != etcd_backup.PLAN_FORMAT:
+        raise ValueError(f"not an EtcdBackup plan of format {etcd_backup.PLAN_FORMAT}")
+    return plan
+
+
+def _read(path: Path) -> str:
+    return path.read_text().strip()
+
+
+def credentials(plan: Mapping[str, Any], env: Mapping[str, str]) -> store_lib.S3Credentials:
+    """From the mounted Secret files, else from the environment (secretKeyRef env vars)."""
+    mount = Path(((plan.get("storage") or {}).get("credentials") or {}).get("mountPath") or "/nonexistent")
+    key_file, secret_file = mount / "accessKeyID", mount / "secretAccessKey"
+    if key_file.is_file() and secret_file.is_file():
+        return store_lib.S3Credentials(_read(key_file), _read(secret_file))
+    key, secret = env.get("AWS_ACCESS_KEY_ID", ""), env.get("AWS_SECRET_ACCESS_KEY", "")
+    if key and secret:
+        return store_lib.S3Credentials(key, secret)
+    raise store_lib.InvalidStoreConfig(
+        f"S3 credentials not found: no {key_file} and {secret_file}, and no AWS_ACCESS_KEY_ID/"
+        "AWS_SECRET_ACCESS_KEY in the environment")
+
+
+def open_store(plan: Mapping[str, Any], env: Mapping[str, str], **s3_tuning: Any) -> store_lib.SnapshotStore:
+    storage = plan["storage"]
+    if storage["type"] == "pvc":
+        return store_lib.store_from_spec(storage["spec"], volume_root=storage["mountPath"])
+    ca = (storage.get("caBundle") or {}).get("file")
+    return store_lib.store_from_spec(storage["spec"], credentials=credentials(plan, env), ca_bundle=ca,
+                                     **s3_tuning)
+
+
+def etcd_client(plan: Mapping[str, Any], timeout: float = 10.0) -> EtcdClient:
+    tls = plan["etcd"]["tls"]
+    return EtcdClient(plan["etcd"]["endpoints"], cert=tls["cert"], key=tls["key"], ca=tls["ca"], timeout=timeout)
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None, out: Any = None) -> int:
+    env = os.environ if env is None else env
+    out = out or sys.stdout
+    parser = argparse.ArgumentParser(description="Take one etcd backup as the EtcdBackup plan says.")
+    parser.add_argument("--plan", help="plan JSON file (default: $ETCD_BACKUP_PLAN or $ETCD_BACKUP_PLAN_FILE)")
+    parser.add_argument("--readback", action="store_true", help="read the snapshot back from the store to verify")
+    parser.add_argument("--etcd-timeout", type=float, default=10.0)
+    args = parser.parse_args(argv)
+
+    def emit(doc: dict[str, Any], code: int) -> int:
+        out.write(json.dumps(doc, sort_keys=True) + "\n")
+        out.flush()
+        return code
+
+    try:
+        plan = load_plan(args.plan, env)
+    except (OSError, ValueError) as exc:
+        return emit({"ok": False, "reason": "InvalidPlan", "message": str(exc)}, EXIT_INVALID)
+    store = None
+    try:
+        store = open_store(plan, env)
+        result = etcd_backup.run_backup(plan, etcd_client(plan, args.etcd_timeout), store, readback=args.readback)
+        return emit(result.as_dict(), EXIT_OK)
+    except store_lib.InvalidStoreConfig as exc:
+        return emit({"ok": False, "reason": exc.reason, "message": str(exc)}, EXIT_INVALID)
+    except (store_lib.StoreError, etcd_backup.BackupFailed) as exc:
+        return emit({"ok": False, "reason": exc.reason, "message": str(exc)}, EXIT_FAILED)
+    except EtcdConfigError as exc:  # the TLS files are not where the plan says
+        return emit({"ok": False, "reason": "InvalidEtcdClientConfig", "message": str(exc)}, EXIT_INVALID)
+    except EtcdError as exc:
+        return emit({"ok": False, "reason": "EtcdUnavailable", "message": str(exc)}, EXIT_FAILED)
+    finally:
+        if store is not None:
+            store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
