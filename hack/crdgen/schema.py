@@ -761,6 +761,10 @@ def etcd_backup_status() -> Schema:
         "lastSuccessfulTime": s("Last successful backup.", format="date-time"),
         "lastSuccessfulBackup": last_successful_backup(),
         "snapshots": arr("Snapshots kept, newest first.", snapshot_item()),
+        "activeJob": s("The backup Job running now."),
+        "lastAttemptTime": s("When the last run ended.", format="date-time"),
+        "failedAttempts": s("Runs failed in a row (an on-demand backup retries after 30 s, doubling, at most "
+                            "10 min; a spec change retries at once).", "integer", format="int64"),
         "conditions": conditions(),
     })
 

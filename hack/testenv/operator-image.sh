@@ -18,6 +18,7 @@
 #      functions below that build it (build_rootfs, customize_rootfs). --rebuild-base (or
 #      KO_OPERATOR_IMAGE_REBUILD=1) forces it, e.g. to pick up Debian security updates.
 #   2. app (cheap, rebuilt when anything in it changes): the pinned ansible-operator binary,
+#      etcdctl and etcdutl (for the backup and restore Jobs),
 #      watches.yaml, ansible.cfg, requirements.txt, playbooks/, roles/, plugins/.
 # Two layers also let containerd keep the ~0.5 GB base snapshot when only the app changes.
 #
@@ -236,6 +237,9 @@ build_image() {
   local base=$1 stamp args=() f d
   args=(--out "$OUT" --ref "$IMG" --layer "$base/layer.tar" --root-mode 755
     --file "$ANSIBLE_OPERATOR_BIN:/usr/local/bin/ansible-operator:755"
+    # The backup and restore Jobs run this image: etcdctl takes snapshots over gRPC and
+    # etcdutl restores them (the pinned etcd build, as the Dockerfile copies from etcd's image).
+    --file "$KO_LINKS/etcdctl:/usr/local/bin/etcdctl:755" --file "$KO_LINKS/etcdutl:/usr/local/bin/etcdutl:755"
     # The top layer re-declares HOME's directory entry: it must keep the base's owner and
     # mode, or the operator could not write to its HOME.
     --dir "${OP_HOME#/}:775:$OP_UID:0"
@@ -251,7 +255,7 @@ build_image() {
     printf '%s\n' "${args[@]}"
     head -n2 "$base/layer.tar.stamp"
     sha256sum "$TESTENV_HACK/oci_image.py" "$self"
-    stat -L -c '%s %Y' "$ANSIBLE_OPERATOR_BIN"
+    stat -L -c '%s %Y' "$ANSIBLE_OPERATOR_BIN" "$KO_LINKS/etcdctl" "$KO_LINKS/etcdutl"
     cd "$root" && find "${APP_FILES[@]}" "${APP_TREES[@]}" \( -name __pycache__ -o -name '*.pyc' \) -prune -o \
       -printf '%p %y %m %l\n' -type f -exec sha256sum {} + | LC_ALL=C sort
   } | sha256sum | cut -c1-64)

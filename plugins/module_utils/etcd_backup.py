@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -36,13 +37,27 @@ try:  # as Ansible ships it to a module
     from ansible.module_utils import etcd_backup_store as store_lib
     from ansible.module_utils import k8s_conditions, karmada_plan
     from ansible.module_utils.etcd_gateway import EtcdClient, EtcdError, Status
-    from ansible.module_utils.etcd_snapshots import EtcdSnapshotError, stream_snapshot
+    from ansible.module_utils.etcd_snapshots import (
+        EtcdSnapshotError,
+        StreamedSnapshot,
+        etcdctl_snapshot,
+        read_checked,
+        snapshot_revision,
+        stream_snapshot,
+    )
 except ImportError:  # as plain Python (tests, the backup Job)
     import etcd_backup_store as store_lib  # type: ignore[no-redef]
     import k8s_conditions  # type: ignore[no-redef]
     import karmada_plan  # type: ignore[no-redef]
     from etcd_gateway import EtcdClient, EtcdError, Status  # type: ignore[no-redef]
-    from etcd_snapshots import EtcdSnapshotError, stream_snapshot  # type: ignore[no-redef]
+    from etcd_snapshots import (  # type: ignore[no-redef]
+        EtcdSnapshotError,
+        StreamedSnapshot,
+        etcdctl_snapshot,
+        read_checked,
+        snapshot_revision,
+        stream_snapshot,
+    )
 
 DEFAULT_MAX_BACKUPS = 7  # the CRD's default for spec.retention.maxBackups
 PLAN_FORMAT = 1
@@ -637,9 +652,36 @@ def _ours(plan: Mapping[str, Any], snapshots: Sequence[store_lib.SnapshotInfo]) 
     return [s for s in snapshots if pattern.fullmatch(s.name)]
 
 
+def _stream_into(writer: store_lib.SnapshotWriter, client: EtcdClient, member: Status, staged: Path | None,
+                 chunk_timeout: float) -> StreamedSnapshot:
+    """Put the snapshot into ``writer``: the staged file (checked on the way) or the gateway stream."""
+    if staged is None:
+        try:
+            return stream_snapshot(client, writer.write, member.endpoint, chunk_timeout)
+        except EtcdSnapshotError as exc:
+            raise BackupFailed(str(exc), "SnapshotCorrupted") from exc
+        except EtcdError as exc:
+            raise BackupFailed(f"snapshot from {member.endpoint} failed: {exc}", "EtcdUnavailable") from exc
+    t0 = time.monotonic()
+    reader = read_checked(staged)
+    for chunk in reader:
+        writer.write(chunk)
+    checked = reader.result
+    if checked is None or not checked.trailer_ok:
+        raise BackupFailed(f"snapshot from {member.endpoint} failed its sha256 check (etcd's trailer): the "
+                           "file was cut or corrupted; not keeping it", "SnapshotCorrupted")
+    try:
+        revision = snapshot_revision(staged)
+    except EtcdSnapshotError as exc:
+        raise BackupFailed(str(exc), "SnapshotCorrupted") from exc
+    return StreamedSnapshot(checked.size, checked.sha256, revision, "", member.endpoint,
+                            round(time.monotonic() - t0, 3))
+
+
 def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.SnapshotStore,
                chunk_timeout: float = 60.0, readback: bool = False,
-               clock: Callable[[], float] = time.monotonic) -> BackupResult:
+               clock: Callable[[], float] = time.monotonic, etcdctl: str = "",
+               staging_dir: str = "") -> BackupResult:
     """Take one backup as ``plan`` says: snapshot -> store -> verify -> commit -> retention.
 
     ``client`` reaches the plan's etcd endpoints with its TLS; ``store`` is the plan's store.
@@ -651,35 +693,47 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
     snapshots beyond maxBackups (snapshots of other names in the same place are left
     alone); a retention error does not fail the backup, it is returned.
     Raises BackupFailed (reason) or a StoreError (reason) and then nothing new is listed.
+
+    With ``etcdctl`` (a path) the snapshot is taken by ``etcdctl snapshot save`` (gRPC) into
+    ``staging_dir`` and then streamed into the store in one pass that also checks etcd's
+    trailer; without it, through the JSON gateway with no local copy (slower, no binary needed).
     """
     started = clock()
     store.check()  # an unreachable store fails before etcd is asked for anything
     member = choose_member(_statuses(client))
     name = plan["snapshot"]["name"]
     taken_at = datetime.now(UTC)
-    with store.writer(name) as writer:
+    staged = None
+    if etcdctl:
+        staged = Path(staging_dir or ".") / f".{name}.staging"
+        tls = plan["etcd"]["tls"]
         try:
-            streamed = stream_snapshot(client, writer.write, member.endpoint, chunk_timeout)
+            etcdctl_snapshot(etcdctl, member.endpoint, staged, cacert=tls["ca"], cert=tls["cert"], key=tls["key"])
         except EtcdSnapshotError as exc:
-            raise BackupFailed(str(exc), "SnapshotCorrupted") from exc
-        except EtcdError as exc:
-            raise BackupFailed(f"snapshot from {member.endpoint} failed: {exc}", "EtcdUnavailable") from exc
-        after = None
-        with contextlib.suppress(EtcdError):  # without it the upper bound is unknown; the trailer still holds
-            after = client.status(member.endpoint)
-        high = after.revision if after is not None else None
-        if streamed.revision < member.revision or (high is not None and streamed.revision > high):
-            raise BackupFailed(
-                f"snapshot revision {streamed.revision} read from the database is outside the member's "
-                f"revisions {member.revision}..{high if high is not None else '?'}; not keeping it",
-                "SnapshotCorrupted")
-        meta = store_lib.SnapshotMeta(
-            revision=streamed.revision, etcd_version=member.version,
-            karmada_version=str(plan["source"].get("karmadaVersion") or ""),
-            source=store_lib.SnapshotSource(plan["source"]["namespace"], plan["source"]["name"],
-                                            plan["source"].get("uid") or ""),
-            taken_at=taken_at)
-        info = writer.commit(meta)
+            staged.unlink(missing_ok=True)
+            raise BackupFailed(str(exc), "EtcdUnavailable") from exc
+    try:
+        with store.writer(name) as writer:
+            streamed = _stream_into(writer, client, member, staged, chunk_timeout)
+            after = None
+            with contextlib.suppress(EtcdError):  # without it the upper bound is unknown; the trailer still holds
+                after = client.status(member.endpoint)
+            high = after.revision if after is not None else None
+            if streamed.revision < member.revision or (high is not None and streamed.revision > high):
+                raise BackupFailed(
+                    f"snapshot revision {streamed.revision} read from the database is outside the member's "
+                    f"revisions {member.revision}..{high if high is not None else '?'}; not keeping it",
+                    "SnapshotCorrupted")
+            meta = store_lib.SnapshotMeta(
+                revision=streamed.revision, etcd_version=member.version,
+                karmada_version=str(plan["source"].get("karmadaVersion") or ""),
+                source=store_lib.SnapshotSource(plan["source"]["namespace"], plan["source"]["name"],
+                                                plan["source"].get("uid") or ""),
+                taken_at=taken_at)
+            info = writer.commit(meta)
+    finally:
+        if staged is not None:
+            staged.unlink(missing_ok=True)
     if info.sha256 != streamed.sha256 or info.size != streamed.size:
         store.delete(name)
         raise BackupFailed(f"{store}: the store recorded other bytes ({info.size}, sha256 {info.sha256}) than "

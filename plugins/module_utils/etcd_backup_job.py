@@ -3,6 +3,8 @@
 Run in the operator image as ``python3 <module_utils>/etcd_backup_job.py`` (its directory is
 then on sys.path, so the sibling module_utils import as plain modules). Inputs:
 
+- ``etcdctl`` on PATH (the operator image carries it; ``--etcdctl``/``ETCDCTL_PATH`` name another,
+  an empty value uses etcd's JSON gateway instead) and ``--staging-dir`` for its file;
 - the plan (:func:`etcd_backup.backup_plan`) as JSON in ``ETCD_BACKUP_PLAN``, or a file named
   by ``ETCD_BACKUP_PLAN_FILE`` or ``--plan FILE``;
 - etcd client TLS: the files named in ``plan.etcd.tls`` (a Secret volume with ``items``);
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -90,6 +93,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     parser.add_argument("--plan", help="plan JSON file (default: $ETCD_BACKUP_PLAN or $ETCD_BACKUP_PLAN_FILE)")
     parser.add_argument("--readback", action="store_true", help="read the snapshot back from the store to verify")
     parser.add_argument("--etcd-timeout", type=float, default=10.0)
+    parser.add_argument("--etcdctl", default=env.get("ETCDCTL_PATH") or shutil.which("etcdctl") or "",
+                        help="take the snapshot with this etcdctl (gRPC); empty: the JSON gateway")
+    parser.add_argument("--staging-dir", default=env.get("ETCD_BACKUP_STAGING_DIR", "/tmp"),
+                        help="where etcdctl writes the snapshot before it goes to the store")
     args = parser.parse_args(argv)
 
     def emit(doc: dict[str, Any], code: int) -> int:
@@ -104,7 +111,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     store = None
     try:
         store = open_store(plan, env)
-        result = etcd_backup.run_backup(plan, etcd_client(plan, args.etcd_timeout), store, readback=args.readback)
+        result = etcd_backup.run_backup(plan, etcd_client(plan, args.etcd_timeout), store, readback=args.readback,
+                                        etcdctl=args.etcdctl, staging_dir=args.staging_dir)
         return emit(result.as_dict(), EXIT_OK)
     except store_lib.InvalidStoreConfig as exc:
         return emit({"ok": False, "reason": exc.reason, "message": str(exc)}, EXIT_INVALID)

@@ -453,6 +453,37 @@ class Kube:
             return out, True
         return out, content_changed(before, out)
 
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create the object (``metadata.generateName`` works); KubeError 409 when it exists."""
+        meta = obj["metadata"]
+        res = self.resource(obj["apiVersion"], obj["kind"])
+        return self._json(self._call(
+            lambda: res.create(body=obj, namespace=meta.get("namespace"), field_manager=FIELD_MANAGER,
+                               serialize=False),
+            hide=_secret_values(obj)))
+
+    def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Replace the object; with ``metadata.resourceVersion`` set, KubeError 409 when it moved
+        since it was read (optimistic concurrency: a Lease taken by someone else meanwhile)."""
+        meta = obj["metadata"]
+        res = self.resource(obj["apiVersion"], obj["kind"])
+        return self._json(self._call(
+            lambda: res.replace(body=obj, name=meta["name"], namespace=meta.get("namespace"),
+                                field_manager=FIELD_MANAGER, serialize=False),
+            hide=_secret_values(obj)))
+
+    def pod_log(self, name: str, namespace: str, container: str = "", tail_lines: int = 0) -> str:
+        """The log of a pod's container (its last ``tail_lines`` lines when > 0)."""
+        from kubernetes.client import CoreV1Api
+
+        kwargs: dict[str, Any] = {"_request_timeout": self.timeout}
+        if container:
+            kwargs["container"] = container
+        if tail_lines > 0:
+            kwargs["tail_lines"] = tail_lines
+        api = CoreV1Api(self.api)
+        return str(self._call(lambda: api.read_namespaced_pod_log(name, namespace, **kwargs)))
+
     def merge_patch(self, api_version: str, kind: str, name: str, patch: dict[str, Any],
                     namespace: str | None = None, subresource: str = "") -> dict[str, Any]:
         """A JSON merge patch (of the object, or of a subresource such as ``status``)."""

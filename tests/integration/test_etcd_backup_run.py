@@ -180,11 +180,16 @@ def test_streamed_revision_matches_the_file_while_etcd_is_written_to(etcd, tmp_p
     assert revisions == sorted(revisions) and revisions[0] < revisions[-1]
 
 
-def test_backup_to_s3_through_the_job_cli(etcd, bin_path, s3_server, tmp_path):
+@pytest.mark.parametrize("method", ["etcdctl", "gateway"])
+def test_backup_to_s3_through_the_job_cli(etcd, bin_path, s3_server, tmp_path, method):
     bucket = s3_server.create_bucket()
     plan = s3_plan(etcd, s3_server, bucket)
     env = {"ETCD_BACKUP_PLAN": json.dumps(plan), **s3_env(s3_server)}
-    code, doc = run_job_cli(env)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    argv = [f"--etcdctl={bin_path('etcdctl')}", f"--staging-dir={staging}"] if method == "etcdctl" else ["--etcdctl="]
+    code, doc = run_job_cli(env, argv)
+    assert list(staging.iterdir()) == []  # the staged file is gone once the snapshot is in the store
     assert code == 0, doc
     snap = doc["snapshot"]
     key = "site-a/karmada/nightly-20260301T020000Z.db"
@@ -198,9 +203,9 @@ def test_backup_to_s3_through_the_job_cli(etcd, bin_path, s3_server, tmp_path):
     assert restore_and_read(bin_path, etcd, local, tmp_path) == expected_keys()
 
 
-def run_job_cli(env: dict[str, str]) -> tuple[int, dict]:
+def run_job_cli(env: dict[str, str], argv: list[str] | None = None) -> tuple[int, dict]:
     """The Job's command, as a subprocess with only the given environment (plus PATH)."""
-    done = subprocess.run([sys.executable, str(JOB_SCRIPT)], capture_output=True, text=True, timeout=300,
+    done = subprocess.run([sys.executable, str(JOB_SCRIPT), *(argv or [])], capture_output=True, text=True, timeout=300,
                           env={"PATH": os.environ.get("PATH", ""), **env}, cwd="/")
     lines = done.stdout.splitlines()
     assert len(lines) == 1, (done.stdout, done.stderr)

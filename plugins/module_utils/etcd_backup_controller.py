@@ -1,0 +1,429 @@
+"""The EtcdBackup reconcile: one pass, driven by the operator's periodic and Job-triggered runs.
+
+Each pass reads the EtcdBackup, its KarmadaDeployment and this backup's Jobs, and does at most
+one thing:
+
+1. a Job that finished and is not recorded yet: read its one result line (pod log), write
+   status (Succeeded with the snapshot, or Failed with the Job's reason), an Event, free the
+   lock, label the Job recorded (Kubernetes removes it after a day);
+2. a Job still running: status Running;
+3. nothing running and a backup due (no schedule: once; a schedule: its most recent tick; a
+   failed on-demand backup: after its back-off, or at once when the spec changed): check etcd
+   is Ready, take the lock (a Lease per etcd), create the Job, status Running, an Event.
+
+The Job runs ``etcd_backup_job.py`` from the operator image (which carries etcdctl): see
+docs/backup-restore.md "How a backup runs". Pure helpers (``job_manifest``, ``backoff``,
+``decide``) are unit-tested; ``reconcile`` talks to the API through ``karmada_kube.Kube``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+try:  # as Ansible ships it to a module
+    from ansible.module_utils import etcd_backup as eb
+    from ansible.module_utils import k8s_conditions
+    from ansible.module_utils.karmada_kube import Kube, KubeError
+except ImportError:  # as plain Python (tests)
+    import etcd_backup as eb  # type: ignore[no-redef]
+    import k8s_conditions  # type: ignore[no-redef]
+    from karmada_kube import Kube, KubeError  # type: ignore[no-redef]
+
+API_VERSION = "operator.karmada.io/v1alpha1"
+KIND = "EtcdBackup"
+LABEL_BACKUP = "operator.karmada.io/etcd-backup"
+LABEL_RECORDED = "operator.karmada.io/recorded"
+ANN_SCHEDULED = "operator.karmada.io/scheduled-time"
+ANN_HOLDER = "operator.karmada.io/lock-holder"
+CONTAINER = "backup"
+# Where the operator image keeps our plugins (HOME of the upstream ansible-operator image).
+OPERATOR_HOME = "/opt/ansible"
+JOB_SCRIPT = f"{OPERATOR_HOME}/plugins/module_utils/etcd_backup_job.py"
+STAGING_DIR = "/var/run/etcd-backup"
+JOB_TTL_SECONDS = 86400  # finished Jobs (and their logs) stay a day for `kubectl logs`
+BACKOFF_FIRST = timedelta(seconds=30)
+BACKOFF_MAX = timedelta(minutes=10)
+
+
+# --------------------------------------------------------------------------- pure parts
+
+
+def backoff(failed_attempts: int) -> timedelta:
+    """How long a failed on-demand backup waits before the next attempt: 30 s, doubling, 10 min max."""
+    if failed_attempts <= 0:
+        return timedelta(0)
+    return min(BACKOFF_FIRST * (2 ** (failed_attempts - 1)), BACKOFF_MAX)
+
+
+def _secret_volume(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": name, "secret": {"secretName": spec["secretName"], "items": spec["items"], "defaultMode": 0o400}}
+
+
+def job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] | None = None,
+                 pull_policy: str = "IfNotPresent") -> dict[str, Any]:
+    """The Job that runs one backup as ``plan`` says, in the EtcdBackup's namespace.
+
+    It mounts exactly what the run reads: three keys of the etcd client Secret, the S3
+    credentials (and CA) or the PVC, and an emptyDir where etcdctl stages the snapshot. No
+    ServiceAccount token. It runs as root with every capability dropped: volumes from
+    provisioners that ignore fsGroup (hostPath) are writable only by their owner, root.
+    """
+    backup = plan["backup"]
+    labels = {LABEL_BACKUP: backup["name"], "app.kubernetes.io/name": "etcd-backup",
+              "app.kubernetes.io/managed-by": "karmada-operator",
+              "app.kubernetes.io/instance": plan["source"]["name"]}
+    volumes = [_secret_volume("etcd-tls", plan["etcd"]["tls"]), {"name": "staging", "emptyDir": {}}]
+    mounts = [{"name": "etcd-tls", "mountPath": plan["etcd"]["tls"]["mountPath"], "readOnly": True},
+              {"name": "staging", "mountPath": STAGING_DIR}]
+    storage = plan["storage"]
+    if storage["type"] == "pvc":
+        volumes.append({"name": "store", "persistentVolumeClaim": {"claimName": storage["claimName"]}})
+        mounts.append({"name": "store", "mountPath": storage["mountPath"]})
+    else:
+        volumes.append(_secret_volume("s3-credentials", storage["credentials"]))
+        mounts.append({"name": "s3-credentials", "mountPath": storage["credentials"]["mountPath"], "readOnly": True})
+        if storage.get("caBundle"):
+            volumes.append(_secret_volume("s3-ca", storage["caBundle"]))
+            mounts.append({"name": "s3-ca", "mountPath": storage["caBundle"]["mountPath"], "readOnly": True})
+    meta: dict[str, Any] = {
+        "name": plan["jobName"], "namespace": backup["namespace"], "labels": labels,
+        "annotations": {ANN_SCHEDULED: plan["snapshot"]["scheduledTime"], ANN_HOLDER: eb.lease_holder(plan)},
+    }
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": API_VERSION, "kind": KIND, "name": owner["metadata"]["name"],
+                                    "uid": owner["metadata"]["uid"], "blockOwnerDeletion": False}]
+    container = {
+        "name": CONTAINER, "image": image, "imagePullPolicy": pull_policy,
+        "command": ["python3", JOB_SCRIPT],
+        "env": [{"name": "ETCD_BACKUP_PLAN", "value": json.dumps(plan, sort_keys=True)},
+                {"name": "ETCD_BACKUP_STAGING_DIR", "value": STAGING_DIR},
+                {"name": "HOME", "value": STAGING_DIR}],
+        "volumeMounts": mounts,
+        "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True},
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    return {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+        "spec": {
+            "backoffLimit": 0,  # one attempt per Job: the controller decides about retries
+            "activeDeadlineSeconds": eb.LEASE_DURATION_SECONDS - 60,  # ends before its lock expires
+            "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
+                         "enableServiceLinks": False, "containers": [container], "volumes": volumes,
+                         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}},
+            },
+        },
+    }
+
+
+def job_finished(job: Mapping[str, Any]) -> str:
+    """``Complete``, ``Failed`` or '' (still running) from the Job's conditions."""
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("status") == "True" and cond.get("type") in ("Complete", "Failed"):
+            return str(cond["type"])
+    return ""
+
+
+def result_line(log: str) -> dict[str, Any] | None:
+    """The Job's result: the last line of its log that is a JSON object with ``ok``."""
+    for line in reversed((log or "").strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and "ok" in doc:
+                return doc
+    return None
+
+
+@dataclass
+class Decision:
+    """What a pass without a running Job does: ``run`` a backup for ``scheduled_time``, or
+    wait (``reason``/``message`` for a Pending status; ``requeue``: nothing to say)."""
+
+    run: bool
+    scheduled_time: datetime | None = None
+    reason: str = ""
+    message: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def decide(backup: Mapping[str, Any], now: datetime) -> Decision:
+    """Whether to start a backup now (no Job of this backup is running)."""
+    spec = backup.get("spec") or {}
+    status = backup.get("status") or {}
+    meta = backup.get("metadata") or {}
+    generation = meta.get("generation")
+    schedule = spec.get("schedule") or ""
+    if schedule:
+        created = eb.parse_rfc3339(meta.get("creationTimestamp"))
+        last = eb.parse_rfc3339(status.get("lastScheduleTime"))
+        d = eb.due(schedule, spec.get("timeZone") or None, last, now, created=created,
+                   suspend=bool(spec.get("suspend")))
+        if d.run:
+            return Decision(True, d.scheduled_time)
+        if spec.get("suspend"):
+            return Decision(False, reason="Suspended", message="the schedule is suspended")
+        return Decision(False)
+    # On demand: once. A failure is retried with back-off, at once after a spec change.
+    phase = status.get("phase")
+    seen = status.get("observedGeneration") == generation
+    if phase == "Succeeded" and seen:
+        return Decision(False)
+    if phase == "Failed" and seen:
+        attempts = int(status.get("failedAttempts") or 0)
+        last_try = eb.parse_rfc3339(status.get("lastAttemptTime"))
+        wait = backoff(attempts)
+        if last_try is not None and now < last_try + wait:
+            return Decision(False, extra={"retryAt": last_try + wait})
+    return Decision(True, now)
+
+
+def etcd_ready(karmada: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether the KarmadaDeployment reports etcd Ready for its current spec (no scaling or
+    repair in flight); the message says what is wrong otherwise."""
+    meta = karmada.get("metadata") or {}
+    status = karmada.get("status") or {}
+    cond = next((c for c in status.get("conditions") or [] if c.get("type") == "EtcdReady"), None)
+    if cond is None:
+        return False, "the KarmadaDeployment has not reported on etcd yet"
+    if cond.get("status") != "True":
+        return False, f"etcd is not ready: {cond.get('reason', '')}: {cond.get('message', '')}".rstrip(": ")
+    if cond.get("observedGeneration") not in (None, meta.get("generation")):
+        return False, "etcd is being changed (the KarmadaDeployment's last spec change is not applied yet)"
+    return True, ""
+
+
+# --------------------------------------------------------------------------- the pass
+
+
+@dataclass
+class Outcome:
+    """What one pass did: the status to write (``status``), Events, and a summary."""
+
+    status: dict[str, Any]
+    events: list[dict[str, str]] = field(default_factory=list)
+    action: str = "none"
+    changed: bool = False
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class BackupReconciler:
+    """One pass over one EtcdBackup (see the module docstring)."""
+
+    def __init__(self, kube: Kube, backup: Mapping[str, Any], image: str, now: datetime | None = None,
+                 pull_policy: str = "IfNotPresent", creator: Kube | None = None) -> None:
+        self.kube = kube
+        # Creates the Job: the operator runtime's proxy, which adds the owner reference and
+        # watches Jobs (a Job's end then triggers a pass); None: ``kube``, owner set here.
+        self.creator = creator
+        self.backup = backup
+        self.meta = backup.get("metadata") or {}
+        self.spec = backup.get("spec") or {}
+        self.status = dict(backup.get("status") or {})
+        self.image = image
+        self.now = now or _now()
+        self.pull_policy = pull_policy
+        self.ns = self.meta.get("namespace") or ""
+        self.name = self.meta.get("name") or ""
+        self.generation = self.meta.get("generation")
+
+    # ----- helpers
+
+    def _status(self, **kwargs: Any) -> dict[str, Any]:
+        return eb.status_after(self.status, kwargs.pop("result", None), self.now, generation=self.generation,
+                               schedule=self.spec.get("schedule") or "", time_zone=self.spec.get("timeZone") or "",
+                               suspend=bool(self.spec.get("suspend")), **kwargs)
+
+    def _pending(self, reason: str, message: str) -> Outcome:
+        """Waiting to start (etcd not ready, lock held, suspended): Ready False with why; the
+        phase of the last run stays when there was one."""
+        out = self._status()
+        if out.get("phase") not in ("Succeeded", "Failed"):
+            out["phase"] = "Pending"
+        out["conditions"] = k8s_conditions.merge(out.get("conditions"), [
+            {"type": eb.CONDITION_READY, "status": "False", "reason": reason, "message": message}],
+            self.generation, eb._rfc3339(self.now))
+        return Outcome(out, action="wait")
+
+    def _jobs(self) -> list[dict[str, Any]]:
+        return self.kube.list("batch/v1", "Job", self.ns, label_selector=f"{LABEL_BACKUP}={self.name}")
+
+    def _job_log(self, job: Mapping[str, Any]) -> str:
+        job_name = job["metadata"]["name"]
+        pods = self.kube.list("v1", "Pod", self.ns, label_selector=f"job-name={job_name}")
+        pods.sort(key=lambda p: p["metadata"].get("creationTimestamp") or "")
+        for pod in reversed(pods):
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+                term = ((cs.get("state") or {}).get("terminated") or {})
+                if cs.get("name") == CONTAINER and term.get("message") and result_line(term["message"]):
+                    return str(term["message"])
+            try:
+                return self.kube.pod_log(pod["metadata"]["name"], self.ns, CONTAINER, tail_lines=20)
+            except KubeError:
+                continue
+        return ""
+
+    def _release(self, job: Mapping[str, Any], lock: Mapping[str, str]) -> None:
+        holder = (job["metadata"].get("annotations") or {}).get(ANN_HOLDER, "")
+        lease = self.kube.get("coordination.k8s.io/v1", "Lease", lock["name"], lock["namespace"])
+        spec = eb.lease_release(lease, holder)
+        if lease is not None and spec is not None:
+            body = {**lease, "spec": spec}
+            try:
+                self.kube.replace(body)
+            except KubeError as exc:
+                if exc.status not in (404, 409):  # gone or taken over meanwhile: not ours to free
+                    raise
+
+    def _take_lock(self, plan: Mapping[str, Any]) -> eb.LeaseDecision:
+        lock = plan["lock"]
+        holder = eb.lease_holder(plan)
+        lease = self.kube.get("coordination.k8s.io/v1", "Lease", lock["name"], lock["namespace"])
+        decision = eb.lease_decision(lease, holder, self.now)
+        if not decision.acquired:
+            return decision
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": lock["name"], "namespace": lock["namespace"],
+                             "labels": {"app.kubernetes.io/managed-by": "karmada-operator"}},
+                "spec": eb.lease_spec(holder, self.now, previous=lease)}
+        try:
+            if lease is None:
+                self.kube.create(body)
+            else:
+                body["metadata"] = {**lease["metadata"]}
+                self.kube.replace(body)
+        except KubeError as exc:
+            if exc.status in (409,):  # another pass took it between our read and write
+                return eb.LeaseDecision("wait", holder="another backup", expires=None)
+            raise
+        return decision
+
+    def _event(self, reason: str, message: str, warning: bool = False) -> dict[str, str]:
+        return {"type": "Warning" if warning else "Normal", "reason": reason, "message": message}
+
+    # ----- the pass
+
+    def reconcile(self) -> Outcome:
+        if self.meta.get("deletionTimestamp"):
+            return Outcome(self.status, action="deleting")  # snapshots stay in the store
+        karmada = self.kube.get(API_VERSION, "KarmadaDeployment",
+                                (self.spec.get("karmadaDeploymentRef") or {}).get("name") or "", self.ns)
+        jobs = self._jobs()
+        unrecorded = [j for j in jobs if (j["metadata"].get("labels") or {}).get(LABEL_RECORDED) != "true"]
+        unrecorded.sort(key=lambda j: j["metadata"].get("creationTimestamp") or "")
+        for job in unrecorded:
+            done = job_finished(job)
+            if not done:
+                scheduled = eb.parse_rfc3339((job["metadata"].get("annotations") or {}).get(ANN_SCHEDULED))
+                out = self._status(running=True, scheduled_time=scheduled if self.spec.get("schedule") else None)
+                out["activeJob"] = job["metadata"]["name"]
+                return Outcome(out, action="running")
+            return self._record(job, done, karmada)
+        return self._maybe_start(karmada)
+
+    def _record(self, job: Mapping[str, Any], done: str, karmada: Mapping[str, Any] | None) -> Outcome:
+        name = job["metadata"]["name"]
+        doc = result_line(self._job_log(job))
+        if done == "Complete" and doc and doc.get("ok"):
+            out = self._status(result=doc)
+            out["failedAttempts"] = 0
+            snap = out["lastSuccessfulBackup"]
+            events = [self._event("BackupSucceeded",
+                                  f"snapshot {snap.get('name')} ({snap.get('sizeBytes')} bytes, revision "
+                                  f"{snap.get('revision')}, sha256 {snap.get('sha256')}) stored at "
+                                  f"{snap.get('location')} in {snap.get('durationSeconds')} s")]
+            for gone in doc.get("deleted") or []:
+                events.append(self._event("SnapshotDeleted", f"retention deleted {gone}"))
+        else:
+            if doc and not doc.get("ok"):
+                error = {"reason": doc.get("reason") or "BackupFailed", "message": doc.get("message") or ""}
+            else:
+                reason = ((job.get("status") or {}).get("conditions") or [{}])[-1].get("reason") or "JobFailed"
+                error = {"reason": "BackupJobFailed",
+                         "message": f"Job {self.ns}/{name} ended {done} ({reason}) without a result; see "
+                                    f"`kubectl logs -n {self.ns} job/{name}`"}
+            out = self._status(error=error)
+            out["failedAttempts"] = int(self.status.get("failedAttempts") or 0) + 1
+            events = [self._event(error["reason"], error["message"], warning=True)]
+        out["lastAttemptTime"] = eb._rfc3339(self.now)
+        out.pop("activeJob", None)
+        if karmada is not None:
+            try:
+                plan = eb.backup_plan(self.backup, karmada, now=self.now)
+                self._release(job, plan["lock"])
+            except eb.BackupPlanError:
+                pass  # the lock expires by itself
+        self.kube.merge_patch("batch/v1", "Job", name, {"metadata": {"labels": {LABEL_RECORDED: "true"}}}, self.ns)
+        return Outcome(out, events, action="recorded", changed=True)
+
+    def _maybe_start(self, karmada: Mapping[str, Any] | None) -> Outcome:
+        decision = decide(self.backup, self.now)
+        if not decision.run:
+            if decision.reason:
+                return self._pending(decision.reason, decision.message)
+            out = self._status()
+            if "retryAt" in decision.extra:
+                ready = k8s_conditions.get(out.get("conditions"), eb.CONDITION_READY) or {}
+                msg = ready.get("message", "")
+                when = eb._rfc3339(decision.extra["retryAt"])
+                if "next attempt" not in msg:
+                    msg = f"{msg}; next attempt at {when}" if msg else f"next attempt at {when}"
+                    out["conditions"] = k8s_conditions.merge(out.get("conditions"), [
+                        {**ready, "message": msg}], self.generation, eb._rfc3339(self.now))
+            if self.status.get("phase") is None:
+                out["phase"] = "Pending"
+            return Outcome(out)
+        try:
+            plan = eb.backup_plan(self.backup, karmada, scheduled_time=decision.scheduled_time
+                                  if self.spec.get("schedule") else None, now=self.now)
+        except eb.BackupPlanError as exc:
+            out = self._status(error=exc)
+            out["phase"] = "Failed"
+            return Outcome(out, [self._event(exc.reason, str(exc), warning=True)], action="invalid")
+        ok, why = etcd_ready(karmada or {})
+        if not ok:
+            return self._pending("EtcdNotReady", f"waiting to back up: {why}")
+        lock = self._take_lock(plan)
+        if not lock.acquired:
+            until = f" until {eb._rfc3339(lock.expires)}" if lock.expires else ""
+            return self._pending("WaitingForLock", f"another backup of this etcd is running ({lock.holder}{until})")
+        job = job_manifest(plan, self.image, None if self.creator else self.backup, self.pull_policy)
+        try:
+            (self.creator or self.kube).create(job)
+        except KubeError as exc:
+            if exc.status != 409:  # AlreadyExists: this tick's Job was made by an earlier pass
+                raise
+        scheduled = decision.scheduled_time if self.spec.get("schedule") else None
+        out = self._status(running=True, scheduled_time=scheduled)
+        out["activeJob"] = plan["jobName"]
+        what = f"for {eb._rfc3339(scheduled)}" if scheduled else "on demand"
+        return Outcome(out, [self._event("BackupStarted", f"Job {plan['jobName']} takes a snapshot {what} into "
+                                                          f"{plan['storage']['type']} store")],
+                       action="started", changed=True)
+
+
+def event_object(backup: Mapping[str, Any], event: Mapping[str, str], now: datetime) -> dict[str, Any]:
+    """A core/v1 Event about the EtcdBackup (what `kubectl describe` shows)."""
+    meta = backup["metadata"]
+    stamp = eb._rfc3339(now)
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {"apiVersion": API_VERSION, "kind": backup.get("kind") or KIND,
+                               "name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid", "")},
+            "type": event["type"], "reason": event["reason"], "message": event["message"][:1000],
+            "source": {"component": "karmada-operator"}, "firstTimestamp": stamp, "lastTimestamp": stamp,
+            "count": 1}
