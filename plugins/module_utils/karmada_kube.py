@@ -426,8 +426,10 @@ class Kube:
                 kwargs["_continue"] = token
             body = self._json(self._call(lambda kw=kwargs: res.get(namespace=namespace, **kw)))
             items.extend(body.get("items") or [])
-            token = (body.get("metadata") or {}).get("continue")
-            if not token:
+            previous, token = token, (body.get("metadata") or {}).get("continue")
+            # ansible-operator's proxy answers lists of cached kinds from its informer, ignoring
+            # limit and continue but echoing a continue token: the whole list came in one page.
+            if not token or token == previous or len(body.get("items") or []) < PAGE_SIZE:
                 return items
 
     def apply(self, obj: dict[str, Any], *, field_manager: str = FIELD_MANAGER,

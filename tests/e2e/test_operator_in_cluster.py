@@ -9,7 +9,6 @@ Karmada and joins a member cluster, all from inside the cluster.
 
 from __future__ import annotations
 
-import subprocess
 import time
 
 import pytest
@@ -17,12 +16,12 @@ import yaml
 
 from support import karmada_e2e
 from support.karmada_crds_server import serve
-from support.testenv import HACK, HostCluster, MemberCluster, settings
+from support.testenv import HostCluster, MemberCluster
 from support.waiting import condition, crds_established
 
 pytestmark = pytest.mark.e2e
 
-IMAGE = "ko-testenv.local/karmada-ansible-operator:dev"
+IMAGE = karmada_e2e.OPERATOR_IMAGE
 NS = "karmada-system"
 NAME = "incluster"
 
@@ -47,19 +46,16 @@ def operator_manifests(host: HostCluster) -> list[dict]:
             container = doc["spec"]["template"]["spec"]["containers"][0]
             container["image"] = IMAGE
             container["imagePullPolicy"] = "Never"  # imported into containerd, no registry
+            for env in container.get("env") or []:
+                if env["name"] == "KARMADA_OPERATOR_IMAGE":  # the backup/restore Jobs' image
+                    env["value"] = IMAGE
     return docs
 
 
 @pytest.fixture(scope="module")
 def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], tmp_path_factory):
     work = tmp_path_factory.mktemp("in-cluster")
-    start = time.monotonic()
-    build = subprocess.run([str(HACK / "operator-image.sh"), IMAGE], capture_output=True, text=True, timeout=1800)
-    assert build.returncode == 0, build.stderr[-3000:]
-    archive = build.stdout.strip().splitlines()[-1]
-    subprocess.run(["ctr", "--address", settings()["KO_CONTAINERD_SOCK"], "-n", "k8s.io", "images", "import",
-                    archive], check=True, capture_output=True, timeout=600)
-    print(f"\noperator image built and imported in {time.monotonic() - start:.0f}s")
+    print(f"\noperator image built and imported in {karmada_e2e.load_operator_image(host_cluster):.0f}s")
 
     docs = operator_manifests(host_cluster)
     deployment = next(d for d in docs if d["kind"] == "Deployment")

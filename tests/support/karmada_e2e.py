@@ -121,3 +121,25 @@ def operator_kubeconfig(host: HostCluster, work: Path) -> Path:
 
 def sample() -> dict:
     return yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+
+
+# The operator image as the test bed builds it (hack/testenv/operator-image.sh) and imports it
+# into the node's containerd: the in-cluster operator runs it, and so do the etcd backup and
+# restore Jobs of an operator running on this machine.
+OPERATOR_IMAGE = "ko-testenv.local/karmada-ansible-operator:dev"
+
+
+def load_operator_image(host: HostCluster) -> float:
+    """Build (cached) and import the operator image; seconds it took."""
+    import time
+
+    from support.testenv import HACK, settings
+
+    start = time.monotonic()
+    build = subprocess.run([str(HACK / "operator-image.sh"), OPERATOR_IMAGE], capture_output=True, text=True,
+                           timeout=1800)
+    assert build.returncode == 0, build.stderr[-3000:]
+    archive = build.stdout.strip().splitlines()[-1]
+    subprocess.run(["ctr", "--address", settings()["KO_CONTAINERD_SOCK"], "-n", "k8s.io", "images", "import",
+                    archive], check=True, capture_output=True, timeout=600)
+    return time.monotonic() - start

@@ -33,7 +33,8 @@ from support.waiting import wait_for
 
 @dataclass
 class S3Server:
-    """A running versitygw; ``endpoint`` is http(s)://127.0.0.1:<port>."""
+    """A running versitygw; ``endpoint`` is http(s)://<host>:<port> (host 127.0.0.1 unless a
+    test needs pods to reach it: then the node's address)."""
 
     binary: str
     workdir: Path
@@ -43,6 +44,7 @@ class S3Server:
     port: int = field(default_factory=free_port)
     ca_pem: str = ""
     proc: subprocess.Popen | None = None
+    host: str = "127.0.0.1"
 
     @property
     def data_dir(self) -> Path:
@@ -54,7 +56,7 @@ class S3Server:
 
     @property
     def endpoint(self) -> str:
-        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     @property
     def ca_file(self) -> str:
@@ -62,7 +64,7 @@ class S3Server:
 
     def start(self, timeout: float = 30) -> S3Server:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        args = [self.binary, "--port", f"127.0.0.1:{self.port}", "--health", "/health", "--quiet"]
+        args = [self.binary, "--port", f"{self.host}:{self.port}", "--health", "/health", "--quiet"]
         if self.tls:
             cert, key = self._issue_certs()
             args += ["--cert", cert, "--key", key]
@@ -151,9 +153,10 @@ class S3Server:
         stop_process(self.proc, timeout=10)
 
 
-def start_s3_server(binary: str, workdir: str | Path | None = None, tls: bool = False) -> S3Server:
+def start_s3_server(binary: str, workdir: str | Path | None = None, tls: bool = False,
+                    host: str = "127.0.0.1") -> S3Server:
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="s3-server-"))
-    return S3Server(binary=binary, workdir=base, tls=tls).start()
+    return S3Server(binary=binary, workdir=base, tls=tls, host=host).start()
 
 
 def _server(bin_path: Any, tmp_path_factory: pytest.TempPathFactory, tls: bool) -> Iterator[S3Server]:
