@@ -58,7 +58,7 @@ generate: setup ## Regenerate config/crd/bases from hack/crdgen/schema.py.
 ##@ Test
 
 .PHONY: lint
-lint: setup ## Static checks: ansible-lint, yamllint, shellcheck, ruff, syntax-check, CRD and sample schemas.
+lint: setup ## Static checks: ansible-lint, yamllint, shellcheck, ruff, syntax-check, CRD and sample schemas, bundle in sync.
 	hack/lint.sh
 
 .PHONY: test
