@@ -9,8 +9,10 @@ IMAGE_TAG_BASE ?= docker.io/karmada/karmada-ansible-operator
 IMG ?= $(IMAGE_TAG_BASE):$(VERSION)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
-CHANNELS ?= alpha
-DEFAULT_CHANNEL ?= alpha
+# OLM's channel naming convention (candidate, fast, stable; the bundle validator warns on
+# others): pre-release builds go to candidate. The CSV's maturity says alpha.
+CHANNELS ?= candidate
+DEFAULT_CHANNEL ?= candidate
 BUNDLE_CHANNELS := --channels=$(CHANNELS)
 BUNDLE_DEFAULT_CHANNEL := --default-channel=$(DEFAULT_CHANNEL)
 BUNDLE_METADATA_OPTS ?= $(BUNDLE_CHANNELS) $(BUNDLE_DEFAULT_CHANNEL)
@@ -56,7 +58,7 @@ generate: setup ## Regenerate config/crd/bases from hack/crdgen/schema.py.
 ##@ Test
 
 .PHONY: lint
-lint: setup ## Static checks: ansible-lint, yamllint, shellcheck, ruff, syntax-check, CRD and sample schemas.
+lint: setup ## Static checks: ansible-lint, yamllint, shellcheck, ruff, syntax-check, CRD and sample schemas, bundle in sync.
 	hack/lint.sh
 
 .PHONY: test
@@ -153,10 +155,14 @@ operator-sdk: ## Build the pinned operator-sdk CLI.
 	@hack/testenv/build-bins.sh operator-sdk
 
 .PHONY: bundle
-bundle: operator-sdk ## Generate the OLM bundle and validate it.
-	$(OPERATOR_SDK) generate kustomize manifests -q --interactive=false
-	$(KUSTOMIZE) config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS)
-	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework
+bundle: setup ## Regenerate bundle/ from config/ (kustomize + hack/bundle/generate.py), then validate it.
+	$(KUSTOMIZE) config/manifests | $(PY) hack/bundle/generate.py --input - --version $(VERSION) --image $(IMG) $(BUNDLE_METADATA_OPTS)
+	$(MAKE) --no-print-directory bundle-validate
+
+.PHONY: bundle-validate
+bundle-validate: ## Validate bundle/ as `operator-sdk bundle validate --select-optional suite=operatorframework` does.
+	@hack/testenv/build-bins.sh bundle-validate
+	$(LOCALBIN)/bundle-validate -k8s-version $(patsubst v%,%,$(basename $(KUBERNETES_VERSION))) ./bundle
 
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The lint matrix from the source documents: ansible-lint (production profile), yamllint, the
 # ShellCheck linter, ruff (PEP 8), ansible-playbook --syntax-check on every playbook, generated
-# CRDs up to date, samples valid against their CRD schemas (and broken ones not).
+# CRDs up to date, samples valid against their CRD schemas (and broken ones not), the OLM
+# bundle up to date with config/.
 # Runs every check, then fails if any failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -12,6 +13,19 @@ step() {
   shift
   printf '== %s\n' "$name"
   if ! "$@"; then failed+=("$name"); fi
+}
+
+# bundle/ and bundle.Dockerfile equal what `make bundle` makes from config/ now.
+bundle_in_sync() {
+  local tmp rc=0
+  tmp=$(mktemp -d)
+  if ! python hack/bundle/generate.py --root "$tmp" >/dev/null ||
+    ! diff -r bundle "$tmp/bundle" || ! diff bundle.Dockerfile "$tmp/bundle.Dockerfile"; then
+    rc=1
+  fi
+  rm -rf "$tmp"
+  [ $rc -eq 0 ] || echo "bundle/ is stale: run \`make bundle\`" >&2
+  return $rc
 }
 
 mapfile -t shells < <(git ls-files -co --exclude-standard -- '*.sh' .ci/run | sort -u)
@@ -26,6 +40,7 @@ done
 step "ansible-lint" ansible-lint --profile production -q playbooks roles
 step "crds generated" python hack/crdgen/generate.py --check
 step "samples vs CRD schemas" python hack/check_samples.py
+step "bundle generated" bundle_in_sync
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'lint FAILED: %s\n' "${failed[*]}" >&2

@@ -30,7 +30,7 @@ kube-proxy kwok coredns ansible-operator pause karmada-aggregated-apiserver
 karmada-controller-manager karmada-scheduler karmada-webhook karmada-agent karmada-descheduler
 karmada-search karmada-metrics-adapter versitygw"
 # Built only on request (benchmarks, bundle validation).
-ON_DEMAND="operator-sdk karmadactl karmada-operator"
+ON_DEMAND="operator-sdk karmadactl karmada-operator bundle-validate"
 
 log() { printf '[testenv-bin] %s\n' "$*" >&2; }
 
@@ -42,11 +42,22 @@ version_of() {
     coredns) echo "$COREDNS_VERSION" ;;
     ansible-operator) echo "$ANSIBLE_OPERATOR_VERSION" ;;
     operator-sdk) echo "$OPERATOR_SDK_VERSION" ;;
+    # Our source is part of the name: an edit of main.go builds afresh.
+    bundle-validate) echo "$OPERATOR_FRAMEWORK_API_VERSION-$(sha256sum "$here/../bundle/validator/main.go" | cut -c1-8)" ;;
     karmada* ) echo "$KARMADA_VERSION" ;;
     pause) echo "$PAUSE_VERSION" ;;
     versitygw) echo "$VERSITYGW_VERSION" ;;
     *) log "unknown component: $1 (known: $DEFAULT_COMPONENTS $ON_DEMAND)"; exit 2 ;;
   esac
+}
+
+# Download MODULE@VERSION without the checksum database (it does not answer for
+# operator-framework modules from here) and check its hash against the pinned one.
+check_module_sum() { # module version pinned-sum
+  local sum
+  sum=$(cd "$SRC" && GONOSUMDB=github.com/operator-framework go mod download -json "$1@$2" |
+    awk -F'"' '/"Sum"/{print $4}')
+  [ "$sum" = "$3" ] || { log "$1@$2 hash $sum != pinned $3"; exit 1; }
 }
 
 link() { ln -sfn "$BIN/$1-$2" "$LINKS/$1"; }
@@ -137,16 +148,17 @@ build_one() {
       "-X sigs.k8s.io/kwok/pkg/consts.Version=$version" ;;
     coredns) install_at coredns "$version" "github.com/coredns/coredns@$version" ;;
     ansible-operator)
-      # The checksum database does not answer for operator-framework modules from here, so
-      # skip it for them and check the module's hash against the one pinned in versions.env.
-      local sum
-      sum=$(cd "$SRC" && GONOSUMDB=github.com/operator-framework go mod download -json \
-        "github.com/operator-framework/ansible-operator-plugins@$version" | awk -F'"' '/"Sum"/{print $4}')
-      [ "$sum" = "$ANSIBLE_OPERATOR_MODULE_SUM" ] || {
-        log "ansible-operator-plugins@$version hash $sum != pinned $ANSIBLE_OPERATOR_MODULE_SUM"; exit 1; }
+      check_module_sum github.com/operator-framework/ansible-operator-plugins "$version" "$ANSIBLE_OPERATOR_MODULE_SUM"
       GONOSUMDB=github.com/operator-framework build_in \
         "$(module_wrapper ansible-operator github.com/operator-framework/ansible-operator-plugins "$version")" \
         ansible-operator "$version" github.com/operator-framework/ansible-operator-plugins/cmd/ansible-operator ;;
+    bundle-validate)
+      # Our main (hack/bundle/validator) in a wrapper module requiring operator-framework/api.
+      local api=$OPERATOR_FRAMEWORK_API_VERSION dir
+      check_module_sum github.com/operator-framework/api "$api" "$OPERATOR_FRAMEWORK_API_MODULE_SUM"
+      dir=$(module_wrapper bundle-validate github.com/operator-framework/api "$api")
+      cp "$here/../bundle/validator/main.go" "$dir/main.go"
+      GONOSUMDB=github.com/operator-framework build_in "$dir" bundle-validate "$version" . ;;
     operator-sdk) install_at operator-sdk "$version" \
       "github.com/operator-framework/operator-sdk/cmd/operator-sdk@$version" ;;
     pause) build_in "$here/pause" pause "$version" . ;;
