@@ -779,6 +779,18 @@ def etcd_restore_spec() -> Schema:
                     "backupRef": local_ref("the EtcdBackup whose snapshot is restored"),
                     "snapshot": s("With backupRef: latest, or a snapshot file name from its status.",
                                   maxLength=253, default="latest", pattern=r"^[A-Za-z0-9._-]+$"),
+                    "s3": obj("Endpoint and credentials of an s3:// location (its bucket and key come from it).", {
+                        "endpoint": s("Endpoint URL.", maxLength=2048, pattern=r"^https?://.+$"),
+                        "region": s("Region.", maxLength=63),
+                        "credentialsSecretRef": obj(
+                            "Secret with keys accessKeyID and secretAccessKey.",
+                            {"name": s("Name of the Secret.", minLength=1, maxLength=253,
+                                       pattern=DNS1123_SUBDOMAIN)},
+                            required=["name"]),
+                        "forcePathStyle": s("Use path-style addressing.", "boolean", default=True),
+                        "caSecretRef": secret_key_ref(
+                            "the PEM CA bundle that signed the endpoint's certificate (private CAs)", "ca.crt"),
+                    }, required=["endpoint", "credentialsSecretRef"]),
                     "location": s("Explicit pvc://claim/path or s3://bucket/key.", maxLength=2048,
                                   pattern=r"^(pvc|s3)://[^/]+/.+$", **{"x-kubernetes-validations": [
                                       cel(r"!self.matches(r'^[a-z0-9]+://[^/]*/(.*/)?\.\.(/.*)?$')",
@@ -789,11 +801,24 @@ def etcd_restore_spec() -> Schema:
                 **{"x-kubernetes-validations": [
                     cel("has(self.backupRef) != has(self.location)",
                         "exactly one of source.backupRef or source.location must be set"),
+                    cel("!has(self.s3) || (has(self.location) && self.location.startsWith('s3://'))",
+                        "source.s3 goes with an s3:// source.location", fieldPath=".s3"),
+                    cel("!has(self.location) || !self.location.startsWith('s3://') || has(self.s3)",
+                        "an s3:// source.location needs source.s3 (endpoint and credentials)", fieldPath=".location"),
                 ]},
             ),
             "target": obj("Where the restored etcd goes.", {
                 "karmadaDeploymentRef": local_ref("the KarmadaDeployment whose new etcd is made from the snapshot"),
             }, required=["karmadaDeploymentRef"]),
+            "pki": obj(
+                "The source's CA and service-account key for the target, so that what the source issued stays "
+                "valid: Pull agents' client certificates and service-account tokens stored in etcd.",
+                {"secretRef": obj(
+                    "A Secret in this namespace with ca.crt, ca.key, sa.key and sa.pub (e.g. a copy of the source's "
+                    "<name>-pki Secret); written into the target's PKI Secret before it issues anything.",
+                    {"name": s("Name of the Secret.", minLength=1, maxLength=253, pattern=DNS1123_SUBDOMAIN)},
+                    required=["name"])},
+            ),
             "bumpRevision": s("Raise the revision by this much (with mark-compacted) so watchers resync.",
                               "integer", format="int64", minimum=0, default=1000000000),
         },
@@ -807,7 +832,41 @@ def etcd_restore_status() -> Schema:
         "observedGeneration": s("Generation last reconciled.", "integer", format="int64"),
         "restoredFrom": s("Snapshot location restored."),
         "restoredRevision": s("Revision after the bump.", "integer", format="int64"),
-        "keys": s("Keys restored.", "integer", format="int64"),
+        "keys": s("Keys in each restored member's database (etcdutl snapshot status totalKey).", "integer",
+                  format="int64"),
+        "snapshot": obj("The snapshot restored.", {
+            "name": s("Name in the store."), "sha256": s("sha256, checked before anything was written."),
+            "sizeBytes": s("Size.", "integer", format="int64"),
+            "revision": s("Revision in the snapshot.", "integer", format="int64"),
+        }),
+        "seededAt": s("When every member's volume was seeded.", format="date-time"),
+        "seededMembers": arr("Each member as its restore Job reported it.", obj("A member.", {
+            "member": s("Member name."), "restoredRevision": s("Revision.", "integer", format="int64"),
+            "keys": s("Keys in its database.", "integer", format="int64"),
+        })),
+        "expected": obj("What the snapshot's metadata says, for the verification.", {
+            "revision": s("Revision of the snapshot.", "integer", format="int64"),
+            "keys": s("Live keys at that revision (when the backup recorded them).", "integer", format="int64"),
+            "snapshotKeys": s("Keys in the snapshot's database.", "integer", format="int64"),
+            "bumpRevision": s("Bump applied.", "integer", format="int64"),
+            "counts": {"type": "object", "description": "Objects per Karmada resource at that revision.",
+                       "additionalProperties": {"type": "integer", "format": "int64"}},
+        }),
+        "verification": obj("The restored plane compared with the snapshot (condition Verified).", {
+            "snapshotRevision": s("Revision in the snapshot.", "integer", format="int64"),
+            "restoredRevision": s("Revision restored (snapshot + bump).", "integer", format="int64"),
+            "snapshotKeys": s("Keys in the snapshot's database.", "integer", format="int64", nullable=True),
+            "restoredKeys": s("Keys in the restored members' databases.", "integer", format="int64",
+                              nullable=True),
+            "liveKeysAtSnapshot": s("Live keys at the snapshot's revision.", "integer", format="int64",
+                                    nullable=True),
+            "objects": arr("Objects per Karmada resource.", obj("A resource.", {
+                "resource": s("Resource (plural)."),
+                "snapshot": s("In the snapshot.", "integer", format="int64"),
+                "restored": s("Served by the restored karmada-apiserver.", "integer", format="int64"),
+            })),
+            "differences": arr("What differs; empty when Verified.", s("A difference.")),
+        }),
         "conditions": conditions(),
     })
 

@@ -15,6 +15,7 @@ _MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
 if _MODULE_UTILS not in sys.path:
     sys.path.append(_MODULE_UTILS)
 
+from etcd_restore import restore_gate  # noqa: E402
 from karmada_kubeconfig import with_server  # noqa: E402
 from karmada_members import members_status  # noqa: E402
 from karmada_observed import component_status, etcd_status, failure_message, pick  # noqa: E402
@@ -65,6 +66,7 @@ class FilterModule:
             "karmada_failure_message": lambda result, task: failure_message(_plain(task), _plain(result or {})),
             "karmada_kind": as_kind,
             "karmada_b64_decode_values": b64_decode_values,
+            "karmada_restore_gate": lambda restores, name: restore_gate(_plain(restores or []), str(name)),
             "karmada_members_status": lambda spec, previous, results: members_status(
                 _plain(spec or []), _plain(previous or []), _plain(results or {})),
         }

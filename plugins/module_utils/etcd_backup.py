@@ -68,9 +68,27 @@ ETCD_TLS_DIR = f"{MOUNT_ROOT}/etcd"  # ca.crt, tls.crt, tls.key
 S3_CREDENTIALS_DIR = f"{MOUNT_ROOT}/s3"  # accessKeyID, secretAccessKey
 S3_CA_DIR = f"{MOUNT_ROOT}/s3-ca"  # ca.crt
 VOLUME_MOUNT = "/var/lib/etcd-backup"  # the PVC
+# Where the operator image keeps our plugins (HOME of the ansible-operator image): the backup
+# and restore Jobs run their entrypoints from here.
+OPERATOR_MODULE_UTILS = "/opt/ansible/plugins/module_utils"
 
 LEASE_DURATION_SECONDS = 3600  # how long a run may hold the lock before others may take it
 LEASE_PREFIX = "etcd-backup-"
+
+# Karmada's objects a restore is checked against: name -> (apiVersion, kind, etcd key prefix
+# under karmada-apiserver's --etcd-prefix /registry; the aggregated apiserver stores Clusters).
+KARMADA_RESOURCES: dict[str, tuple[str, str, str]] = {
+    "clusters": ("cluster.karmada.io/v1alpha1", "Cluster", "/registry/cluster.karmada.io/clusters/"),
+    "propagationpolicies": ("policy.karmada.io/v1alpha1", "PropagationPolicy",
+                            "/registry/policy.karmada.io/propagationpolicies/"),
+    "clusterpropagationpolicies": ("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy",
+                                   "/registry/policy.karmada.io/clusterpropagationpolicies/"),
+    "overridepolicies": ("policy.karmada.io/v1alpha1", "OverridePolicy",
+                         "/registry/policy.karmada.io/overridepolicies/"),
+    "resourcebindings": ("work.karmada.io/v1alpha2", "ResourceBinding", "/registry/work.karmada.io/resourcebindings/"),
+    "works": ("work.karmada.io/v1alpha1", "Work", "/registry/work.karmada.io/works/"),
+    "namespaces": ("v1", "Namespace", "/registry/namespaces/"),
+}
 
 CONDITION_READY = "Ready"
 CONDITION_RETENTION = "RetentionApplied"
@@ -165,7 +183,7 @@ def backup_plan(backup_cr: Mapping[str, Any], karmada_cr: Mapping[str, Any] | No
                    # the version running, else the one asked for
                    "karmadaVersion": kstatus.get("karmadaVersion") or kplan["karmadaVersion"]},
         "etcd": _etcd_plan(kplan),
-        "storage": _storage_plan(spec.get("storage") or {}),
+        "storage": storage_plan(spec.get("storage") or {}),
         "snapshot": {"name": store_lib.snapshot_name(prefix, when), "prefix": prefix,
                      "scheduledTime": _rfc3339(when)},
         "retention": {"maxBackups": max_backups},
@@ -215,7 +233,8 @@ def _etcd_plan(kplan: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _storage_plan(storage: Mapping[str, Any]) -> dict[str, Any]:
+def storage_plan(storage: Mapping[str, Any]) -> dict[str, Any]:
+    """The store of ``spec.storage`` for a Job: the spec, and the PVC or the Secrets to mount."""
     pvc, s3 = storage.get("pvc"), storage.get("s3")
     if bool(pvc) == bool(s3):
         raise BackupPlanError("spec.storage", "exactly one of storage.pvc or storage.s3 must be set")
@@ -647,6 +666,26 @@ def _statuses(client: EtcdClient) -> list[Status | Exception]:
     return out
 
 
+def _prefix_end(prefix: bytes) -> bytes:
+    return prefix[:-1] + bytes([prefix[-1] + 1])
+
+
+def count_at(client: EtcdClient, endpoint: str, revision: int) -> tuple[int | None, dict[str, int]]:
+    """Live keys and Karmada objects per resource at ``revision`` (count-only ranges: no values
+    travel), recorded with the snapshot so a restore can be checked against them. Unknown
+    (None, {}) when etcd cannot answer, e.g. the revision was compacted meanwhile."""
+    try:
+        keys = client.range(b"\0", b"\0", revision=revision, count_only=True, endpoint=endpoint)["count"]
+        counts = {}
+        for name, (_, _, prefix) in KARMADA_RESOURCES.items():
+            raw = prefix.encode()
+            counts[name] = client.range(raw, _prefix_end(raw), revision=revision, count_only=True,
+                                        endpoint=endpoint)["count"]
+        return keys, counts
+    except EtcdError:
+        return None, {}
+
+
 def _ours(plan: Mapping[str, Any], snapshots: Sequence[store_lib.SnapshotInfo]) -> list[store_lib.SnapshotInfo]:
     pattern = re.compile(re.escape(plan["snapshot"]["prefix"]) + r"-[0-9]{8}T[0-9]{6}Z\.db")
     return [s for s in snapshots if pattern.fullmatch(s.name)]
@@ -724,12 +763,13 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
                     f"snapshot revision {streamed.revision} read from the database is outside the member's "
                     f"revisions {member.revision}..{high if high is not None else '?'}; not keeping it",
                     "SnapshotCorrupted")
+            keys, counts = count_at(client, member.endpoint, streamed.revision)
             meta = store_lib.SnapshotMeta(
                 revision=streamed.revision, etcd_version=member.version,
                 karmada_version=str(plan["source"].get("karmadaVersion") or ""),
                 source=store_lib.SnapshotSource(plan["source"]["namespace"], plan["source"]["name"],
                                                 plan["source"].get("uid") or ""),
-                taken_at=taken_at)
+                taken_at=taken_at, keys=keys, counts=counts)
             info = writer.commit(meta)
     finally:
         if staged is not None:

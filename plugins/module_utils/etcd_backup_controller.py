@@ -40,9 +40,7 @@ LABEL_RECORDED = "operator.karmada.io/recorded"
 ANN_SCHEDULED = "operator.karmada.io/scheduled-time"
 ANN_HOLDER = "operator.karmada.io/lock-holder"
 CONTAINER = "backup"
-# Where the operator image keeps our plugins (HOME of the upstream ansible-operator image).
-OPERATOR_HOME = "/opt/ansible"
-JOB_SCRIPT = f"{OPERATOR_HOME}/plugins/module_utils/etcd_backup_job.py"
+JOB_SCRIPT = f"{eb.OPERATOR_MODULE_UTILS}/etcd_backup_job.py"
 STAGING_DIR = "/var/run/etcd-backup"
 JOB_TTL_SECONDS = 86400  # finished Jobs (and their logs) stay a day for `kubectl logs`
 BACKOFF_FIRST = timedelta(seconds=30)
@@ -101,6 +99,7 @@ def job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] |
         "command": ["python3", JOB_SCRIPT],
         "env": [{"name": "ETCD_BACKUP_PLAN", "value": json.dumps(plan, sort_keys=True)},
                 {"name": "ETCD_BACKUP_STAGING_DIR", "value": STAGING_DIR},
+                {"name": "ETCD_BACKUP_RESULT_FILE", "value": "/dev/termination-log"},
                 {"name": "HOME", "value": STAGING_DIR}],
         "volumeMounts": mounts,
         "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
@@ -312,6 +311,20 @@ class BackupReconciler:
             raise
         return decision
 
+    def _on_demand_waiting(self) -> str:
+        """An on-demand EtcdBackup of the same KarmadaDeployment waiting for the lock, if any."""
+        ref = (self.spec.get("karmadaDeploymentRef") or {}).get("name")
+        for other in self.kube.list(API_VERSION, KIND, self.ns):
+            ospec = other.get("spec") or {}
+            if other["metadata"]["name"] == self.name or ospec.get("schedule"):
+                continue
+            if (ospec.get("karmadaDeploymentRef") or {}).get("name") != ref:
+                continue
+            ready = k8s_conditions.get((other.get("status") or {}).get("conditions"), eb.CONDITION_READY) or {}
+            if ready.get("reason") == "WaitingForLock":
+                return str(other["metadata"]["name"])
+        return ""
+
     def _event(self, reason: str, message: str, warning: bool = False) -> dict[str, str]:
         return {"type": "Warning" if warning else "Normal", "reason": reason, "message": message}
 
@@ -397,6 +410,11 @@ class BackupReconciler:
         ok, why = etcd_ready(karmada or {})
         if not ok:
             return self._pending("EtcdNotReady", f"waiting to back up: {why}")
+        if self.spec.get("schedule"):
+            waiting = self._on_demand_waiting()
+            if waiting:  # a frequent schedule would otherwise take the lock back every tick
+                return self._pending("WaitingForLock", f"letting the on-demand backup {waiting} of this etcd "
+                                                       "go first")
         lock = self._take_lock(plan)
         if not lock.acquired:
             until = f" until {eb._rfc3339(lock.expires)}" if lock.expires else ""
@@ -414,16 +432,3 @@ class BackupReconciler:
         return Outcome(out, [self._event("BackupStarted", f"Job {plan['jobName']} takes a snapshot {what} into "
                                                           f"{plan['storage']['type']} store")],
                        action="started", changed=True)
-
-
-def event_object(backup: Mapping[str, Any], event: Mapping[str, str], now: datetime) -> dict[str, Any]:
-    """A core/v1 Event about the EtcdBackup (what `kubectl describe` shows)."""
-    meta = backup["metadata"]
-    stamp = eb._rfc3339(now)
-    return {"apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-            "involvedObject": {"apiVersion": API_VERSION, "kind": backup.get("kind") or KIND,
-                               "name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid", "")},
-            "type": event["type"], "reason": event["reason"], "message": event["message"][:1000],
-            "source": {"component": "karmada-operator"}, "firstTimestamp": stamp, "lastTimestamp": stamp,
-            "count": 1}

@@ -13,7 +13,8 @@ then on sys.path, so the sibling module_utils import as plain modules). Inputs:
   .mountPath``, else from ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, and the optional
   CA bundle file ``plan.storage.caBundle.file``.
 
-Output: exactly one JSON line on stdout: :meth:`BackupResult.as_dict` (``"ok": true``) or
+Output: exactly one JSON line on stdout (and, when it fits, in ``ETCD_BACKUP_RESULT_FILE``, the
+Job's termination message): :meth:`BackupResult.as_dict` (``"ok": true``) or
 ``{"ok": false, "reason", "message"}``; exit code 0 or 1 (2: bad input, no point retrying).
 Nothing secret is printed: store and etcd errors carry no credentials.
 """
@@ -21,6 +22,7 @@ Nothing secret is printed: store and etcd errors carry no credentials.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -100,8 +102,13 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     args = parser.parse_args(argv)
 
     def emit(doc: dict[str, Any], code: int) -> int:
-        out.write(json.dumps(doc, sort_keys=True) + "\n")
+        line = json.dumps(doc, sort_keys=True)
+        out.write(line + "\n")
         out.flush()
+        result_file = env.get("ETCD_BACKUP_RESULT_FILE")
+        if result_file and len(line) < 4000:  # the kubelet keeps 4 KiB of a termination message
+            with contextlib.suppress(OSError):
+                Path(result_file).write_text(line + "\n")
         return code
 
     try:

@@ -130,6 +130,9 @@ class SnapshotMeta:
     karmada_version: str
     source: SnapshotSource
     taken_at: datetime | None = None  # when the snapshot was started; default: when the write began
+    # Live keys and objects per Karmada resource at ``revision`` (what a restore is checked against).
+    keys: int | None = None
+    counts: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if isinstance(self.revision, bool) or not isinstance(self.revision, int) or self.revision < 0:
@@ -154,6 +157,8 @@ class SnapshotInfo:
     source: SnapshotSource
     taken_at: datetime
     location: str = field(default="", compare=False)
+    keys: int | None = None
+    counts: Mapping[str, int] = field(default_factory=dict)
 
     def to_sidecar(self) -> dict[str, Any]:
         """The sidecar document (camelCase like the CRDs; no location: it depends on the mount)."""
@@ -168,6 +173,8 @@ class SnapshotInfo:
             "karmadaVersion": self.karmada_version,
             "source": {"namespace": self.source.namespace, "name": self.source.name, "uid": self.source.uid},
             "takenAt": format_time(self.taken_at),
+            **({"keys": self.keys} if self.keys is not None else {}),
+            **({"counts": dict(sorted(self.counts.items()))} if self.counts else {}),
         }
 
     @classmethod
@@ -193,6 +200,8 @@ class SnapshotInfo:
                                       str(src.get("uid", ""))),
                 taken_at=parse_time(str(doc["takenAt"])),
                 location=location,
+                keys=int(doc["keys"]) if doc.get("keys") is not None else None,
+                counts={str(k): int(v) for k, v in (doc.get("counts") or {}).items()},
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"sidecar lacks or mistypes {exc}") from exc
@@ -395,6 +404,7 @@ class SnapshotWriter:
             name=self.name, size=self.size, sha256=self._digest.hexdigest(), revision=meta.revision,
             etcd_version=meta.etcd_version, karmada_version=meta.karmada_version, source=meta.source,
             taken_at=(meta.taken_at or self.started).astimezone(UTC), location=self._store.location(self.name),
+            keys=meta.keys, counts=dict(meta.counts),
         )
         sidecar = (json.dumps(info.to_sidecar(), indent=2, sort_keys=True) + "\n").encode()
         try:

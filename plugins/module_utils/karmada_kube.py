@@ -484,7 +484,9 @@ class Kube:
         if tail_lines > 0:
             kwargs["tail_lines"] = tail_lines
         api = CoreV1Api(self.api)
-        return str(self._call(lambda: api.read_namespaced_pod_log(name, namespace, **kwargs)))
+        # Raw bytes: the client would otherwise parse a log that is JSON and hand back a dict.
+        resp = self._call(lambda: api.read_namespaced_pod_log(name, namespace, _preload_content=False, **kwargs))
+        return resp.data.decode(errors="replace")
 
     def merge_patch(self, api_version: str, kind: str, name: str, patch: dict[str, Any],
                     namespace: str | None = None, subresource: str = "") -> dict[str, Any]:

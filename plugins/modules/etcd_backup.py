@@ -56,62 +56,13 @@ phase:
   type: str
 """
 
-import os  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.etcd_backup_controller import API_VERSION, BackupReconciler, event_object  # noqa: E402
-from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
-
-IMAGE_ENV = "KARMADA_OPERATOR_IMAGE"
+from ansible.module_utils.cr_pass import COMMON_ARGS, run  # noqa: E402
+from ansible.module_utils.etcd_backup_controller import BackupReconciler  # noqa: E402
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "name": {"type": "str", "required": True},
-            "namespace": {"type": "str", "required": True},
-            "image": {"type": "str"},
-            "image_pull_policy": {"type": "str", "default": "IfNotPresent",
-                                  "choices": ["Always", "IfNotPresent", "Never"]},
-            "kubeconfig": {"type": "path"},
-        },
-        supports_check_mode=False,
-    )
-    p = module.params
-    image = p["image"] or os.environ.get(IMAGE_ENV, "")
-    try:
-        # Live reads and status writes; Jobs and Leases through the runtime's proxy (when it
-        # runs us), which adds the owner reference and watches the Job, so its end triggers a pass.
-        live = Kube.default(p["kubeconfig"], in_cluster_first=True)
-        proxy = Kube.default(p["kubeconfig"])
-    except KubeConfigError as exc:
-        module.fail_json(msg=str(exc))
-    via_proxy = bool(os.environ.get("K8S_AUTH_KUBECONFIG")) and not p["kubeconfig"]
-    with live, proxy:
-        try:
-            backup = live.get(API_VERSION, "EtcdBackup", p["name"], p["namespace"])
-            if backup is None:
-                module.exit_json(changed=False, action="none", phase="", msg="EtcdBackup not found")
-            if not image:
-                module.fail_json(msg=f"no image for the backup Job: set {IMAGE_ENV} in the operator's environment")
-            rec = BackupReconciler(live, backup, image, pull_policy=p["image_pull_policy"],
-                                   creator=proxy if via_proxy else None)
-            outcome = rec.reconcile()
-            current = backup.get("status") or {}
-            new = outcome.status
-            wrote = False
-            if new != current and outcome.action != "deleting":
-                # a merge patch: keys the pass dropped (nextScheduleTime when suspended) go as null
-                patch = {**new, **{k: None for k in current.keys() - new.keys()}}
-                live.merge_patch(API_VERSION, "EtcdBackup", p["name"], {"status": patch}, p["namespace"],
-                                 subresource="status")
-                wrote = True
-            for event in outcome.events:
-                live.create(event_object(backup, event, rec.now))
-        except KubeError as exc:
-            module.fail_json(msg=f"EtcdBackup {p['namespace']}/{p['name']}: {exc.status} {exc.reason}: {exc.message}")
-    module.exit_json(changed=outcome.changed or wrote, action=outcome.action,
-                     phase=outcome.status.get("phase", ""))
+    run(AnsibleModule(argument_spec=COMMON_ARGS, supports_check_mode=False), "EtcdBackup", BackupReconciler)
 
 
 if __name__ == "__main__":

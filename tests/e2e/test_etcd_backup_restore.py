@@ -94,6 +94,7 @@ def env(host_cluster: HostCluster, bin_path, tmp_path_factory):
     spec["etcd"]["local"] = {"replicas": 1, "storage": {"type": "EmptyDir"}}
     spec["apiServer"] = {"replicas": 1, "serviceType": "ClusterIP"}
     spec["certificates"] = {"keyAlgorithm": "ECDSA"}
+    spec["members"] = []
     fleet = Deployment(host_cluster, operator, work, NAME, NS)
     e = Env(host_cluster, fleet, s3, operator)
     e.apply(cr)

@@ -7,6 +7,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import cr_pass
 import etcd_backup as eb
 import etcd_backup_controller as ctl
 import karmada_components
@@ -79,7 +80,7 @@ def test_the_job_for_s3_mounts_the_credentials_and_ca_and_no_volume():
 def test_the_job_script_path_is_where_the_image_keeps_our_plugins():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "COPY plugins/ ${HOME}/plugins/" in dockerfile
-    assert f"{ctl.OPERATOR_HOME}/plugins/module_utils/etcd_backup_job.py" == ctl.JOB_SCRIPT
+    assert ctl.JOB_SCRIPT == "/opt/ansible/plugins/module_utils/etcd_backup_job.py"  # HOME=/opt/ansible
     assert (ROOT / "plugins/module_utils/etcd_backup_job.py").exists()
     # the image carries etcdctl/etcdutl from etcd's image at the tag the operator deploys
     tag = re.search(r"ARG ETCD_IMAGE=registry\.k8s\.io/etcd:(\S+)", dockerfile).group(1)
@@ -151,7 +152,7 @@ def test_job_finished_reads_the_job_conditions():
 
 
 def test_event_object_names_the_backup():
-    ev = ctl.event_object(backup(), {"type": "Normal", "reason": "BackupSucceeded", "message": "x" * 2000}, NOW)
-    assert ev["involvedObject"] == {"apiVersion": ctl.API_VERSION, "kind": "EtcdBackup", "name": "nightly",
+    ev = cr_pass.event_object(backup(), {"type": "Normal", "reason": "BackupSucceeded", "message": "x" * 2000}, NOW)
+    assert ev["involvedObject"] == {"apiVersion": cr_pass.API_VERSION, "kind": "EtcdBackup", "name": "nightly",
                                     "namespace": "karmada-system", "uid": "bk-uid"}
     assert len(ev["message"]) == 1000 and ev["metadata"]["generateName"] == "nightly."

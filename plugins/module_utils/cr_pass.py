@@ -1,0 +1,76 @@
+"""One reconcile pass of a kind whose controller is Python (EtcdBackup, EtcdRestore): read the
+object, let a reconciler decide, write its status (a merge patch; dropped keys go as null) and
+its Events. The modules in plugins/modules are argument specs around :func:`run`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+try:  # as Ansible ships it to a module
+    from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError
+except ImportError:  # as plain Python (tests)
+    from karmada_kube import Kube, KubeConfigError, KubeError  # type: ignore[no-redef]
+
+API_VERSION = "operator.karmada.io/v1alpha1"
+IMAGE_ENV = "KARMADA_OPERATOR_IMAGE"  # the operator's own image, for the Jobs (config/manager sets it)
+
+COMMON_ARGS: dict[str, Any] = {
+    "name": {"type": "str", "required": True},
+    "namespace": {"type": "str", "required": True},
+    "image": {"type": "str"},
+    "image_pull_policy": {"type": "str", "default": "IfNotPresent", "choices": ["Always", "IfNotPresent", "Never"]},
+    "kubeconfig": {"type": "path"},
+}
+
+
+def event_object(obj: Mapping[str, Any], event: Mapping[str, str], now: datetime) -> dict[str, Any]:
+    """A core/v1 Event about ``obj`` (what `kubectl describe` shows)."""
+    meta = obj["metadata"]
+    stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {"apiVersion": obj.get("apiVersion") or API_VERSION, "kind": obj["kind"],
+                               "name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid", "")},
+            "type": event["type"], "reason": event["reason"], "message": event["message"][:1000],
+            "source": {"component": "karmada-operator"}, "firstTimestamp": stamp, "lastTimestamp": stamp,
+            "count": 1}
+
+
+def run(module: Any, kind: str, make: Callable[..., Any]) -> None:
+    """``make(live, obj, image, pull_policy=, creator=)`` returns a reconciler whose
+    ``reconcile()`` gives an Outcome (status, events, action, changed) and which has ``now``."""
+    p = module.params
+    image = p["image"] or os.environ.get(IMAGE_ENV, "")
+    try:
+        # Live reads and status writes; Jobs through the runtime's proxy (when it runs us), which
+        # adds the owner reference and watches them, so a Job's end triggers a pass.
+        live = Kube.default(p["kubeconfig"], in_cluster_first=True)
+        proxy = Kube.default(p["kubeconfig"])
+    except KubeConfigError as exc:
+        module.fail_json(msg=str(exc))
+    via_proxy = bool(os.environ.get("K8S_AUTH_KUBECONFIG")) and not p["kubeconfig"]
+    where = f"{kind} {p['namespace']}/{p['name']}"
+    with live, proxy:
+        try:
+            obj = live.get(API_VERSION, kind, p["name"], p["namespace"])
+            if obj is None:
+                module.exit_json(changed=False, action="none", phase="", msg=f"{kind} not found")
+            if not image:
+                module.fail_json(msg=f"no image for the {kind} Jobs: set {IMAGE_ENV} in the operator's environment")
+            rec = make(live, obj, image, pull_policy=p["image_pull_policy"], creator=proxy if via_proxy else None)
+            outcome = rec.reconcile()
+            current = obj.get("status") or {}
+            new = outcome.status
+            wrote = False
+            if new != current and outcome.action != "deleting":
+                patch = {**new, **{k: None for k in current.keys() - new.keys()}}
+                live.merge_patch(API_VERSION, kind, p["name"], {"status": patch}, p["namespace"], subresource="status")
+                wrote = True
+            for event in outcome.events:
+                live.create(event_object(obj, event, rec.now))
+        except KubeError as exc:
+            module.fail_json(msg=f"{where}: {exc.status} {exc.reason}: {exc.message}")
+    module.exit_json(changed=outcome.changed or wrote, action=outcome.action, phase=outcome.status.get("phase", ""))

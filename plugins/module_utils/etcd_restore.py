@@ -1,0 +1,320 @@
+"""EtcdRestore logic: which snapshot, what to seed, the Jobs that do it, the gate and the check.
+
+Plain Python, no Ansible and no API calls (``etcd_restore_controller`` makes those):
+
+- :func:`resolve_source` turns ``spec.source`` (an EtcdBackup and a snapshot name or
+  ``latest``, or an explicit ``pvc://``/``s3://`` location) into a store spec and a name;
+- :func:`restore_plan` checks the target KarmadaDeployment (local etcd on
+  PersistentVolumeClaims: the volumes can be filled before any etcd pod exists) and plans one
+  ``etcdutl snapshot restore`` per member, with the member names, peer URLs and cluster token
+  the target's StatefulSet uses, ``--bump-revision`` and ``--mark-compacted``;
+- :func:`pvc_manifest` / :func:`job_manifest`: the members' volumes, named as the StatefulSet's
+  volumeClaimTemplate would name them (it adopts them), and one Job per member;
+- :func:`restore_gate`: whether a KarmadaDeployment must wait for a restore before it does
+  anything (no PKI, no etcd): the KarmadaDeployment role asks it at the start of a run;
+- :func:`verification`: the restored plane against the snapshot.
+
+See docs/backup-restore.md, "How a restore runs".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+try:  # as Ansible ships it to a module
+    from ansible.module_utils import etcd_backup as eb
+    from ansible.module_utils import karmada_plan
+    from ansible.module_utils.etcd_restore_plan import RestorePlanError, plan_restore
+except ImportError:  # as plain Python (tests, the restore Job, the filter plugin)
+    import etcd_backup as eb  # type: ignore[no-redef]
+    import karmada_plan  # type: ignore[no-redef]
+    from etcd_restore_plan import RestorePlanError, plan_restore  # type: ignore[no-redef]
+
+API_VERSION = "operator.karmada.io/v1alpha1"
+KIND = "EtcdRestore"
+PLAN_FORMAT = 1
+LABEL_RESTORE = "operator.karmada.io/etcd-restore"
+ANN_SEEDED = "operator.karmada.io/etcd-restored-from"  # on the target KarmadaDeployment
+MEMBER_ROOT = "/var/lib/etcd-restore"  # each Job mounts its member's volume at MEMBER_ROOT/<member>
+STAGING_DIR = "/var/run/etcd-restore"
+DATA_SUBDIR = "data"  # the StatefulSet runs etcd with --data-dir=/var/lib/etcd/data on the volume
+PKI_KEYS = ("ca.crt", "ca.key", "sa.key", "sa.pub")
+DEFAULT_BUMP = 1_000_000_000
+
+
+class RestoreError(ValueError):
+    """The EtcdRestore cannot proceed; ``reason`` goes into its conditions as is."""
+
+    def __init__(self, field: str, message: str, reason: str = "InvalidSpec") -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
+        self.reason = reason
+
+
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return (obj or {}).get("metadata") or {}
+
+
+# --------------------------------------------------------------------------- source
+
+
+def resolve_source(restore: Mapping[str, Any], backup: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``{"storage": <EtcdBackup-style storage spec>, "snapshot": name, "sha256": expected or ""}``.
+
+    ``backup`` is the EtcdBackup named by ``spec.source.backupRef`` (None when absent or not
+    referenced). ``latest`` is the newest snapshot in the backup's status; a named snapshot
+    need not be listed there (it is looked up in the store by the Job)."""
+    source = (restore.get("spec") or {}).get("source") or {}
+    if source.get("backupRef"):
+        ref = source["backupRef"].get("name") or ""
+        if backup is None or _meta(backup).get("name") != ref:
+            raise RestoreError("spec.source.backupRef.name", f"EtcdBackup {ref!r} not found in this namespace",
+                               "BackupNotFound")
+        want = source.get("snapshot") or "latest"
+        snaps = (backup.get("status") or {}).get("snapshots") or []
+        if want == "latest":
+            if not snaps:
+                raise RestoreError("spec.source.snapshot", f"EtcdBackup {ref} has no snapshot yet (status.snapshots "
+                                   "is empty): wait for a backup to succeed, or name one", "NoSnapshot")
+            chosen = max(snaps, key=lambda s: (s.get("takenAt", ""), s.get("name", "")))
+        else:
+            chosen = next((s for s in snaps if s.get("name") == want), {"name": want})
+        return {"storage": dict((backup.get("spec") or {}).get("storage") or {}), "snapshot": chosen["name"],
+                "sha256": chosen.get("sha256", ""), "location": chosen.get("location", "")}
+    location = source.get("location") or ""
+    if not location:
+        raise RestoreError("spec.source", "set backupRef or location")
+    parts = urlsplit(location)
+    path = parts.path.lstrip("/")
+    directory, name = posixpath.split(path)
+    if not name:
+        raise RestoreError("spec.source.location", f"{location!r} does not name a snapshot file")
+    if parts.scheme == "pvc":
+        storage: dict[str, Any] = {"pvc": {"claimName": parts.netloc, **({"subPath": directory} if directory else {})}}
+    else:
+        conn = source.get("s3") or {}
+        if not conn.get("endpoint") or not (conn.get("credentialsSecretRef") or {}).get("name"):
+            raise RestoreError("spec.source.s3", "an s3:// location needs spec.source.s3 with endpoint and "
+                               "credentialsSecretRef", "InvalidSpec")
+        storage = {"s3": {**conn, "bucket": parts.netloc,
+                          **({"prefix": directory} if directory else {})}}
+    return {"storage": storage, "snapshot": name, "sha256": "", "location": location}
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def restore_plan(restore: Mapping[str, Any], target: Mapping[str, Any] | None,
+                 source: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything the restore needs: the target's etcd members and volumes, one Job plan each.
+
+    Raises RestoreError when the target cannot be seeded (missing, being deleted, external
+    etcd, storage other than PersistentVolumeClaim) or the spec is inconsistent."""
+    meta = _meta(restore)
+    name, ns = meta.get("name") or "", meta.get("namespace") or ""
+    spec = restore.get("spec") or {}
+    ref = ((spec.get("target") or {}).get("karmadaDeploymentRef") or {}).get("name") or ""
+    tmeta = _meta(target)
+    if not target or tmeta.get("name") != ref:
+        raise RestoreError("spec.target.karmadaDeploymentRef.name",
+                           f"KarmadaDeployment {ns}/{ref} not found; create it (its etcd is made from the "
+                           "snapshot)", "TargetNotFound")
+    if tmeta.get("deletionTimestamp"):
+        raise RestoreError("spec.target.karmadaDeploymentRef.name", f"KarmadaDeployment {ns}/{ref} is being deleted",
+                           "TargetDeleting")
+    try:
+        kplan = karmada_plan.build_plan(dict(target))
+    except karmada_plan.PlanError as exc:
+        raise RestoreError(f"KarmadaDeployment {ref} {exc.field}", exc.message, "InvalidTarget") from exc
+    etcd = kplan["etcd"]
+    if etcd["mode"] != "local":
+        raise RestoreError("spec.target", f"KarmadaDeployment {ref} uses an external etcd; restore into it with "
+                           "the tools of whoever runs that etcd", "UnsupportedTarget")
+    if etcd["storage"]["type"] != "PersistentVolumeClaim":
+        raise RestoreError("spec.target", f"KarmadaDeployment {ref} keeps etcd on {etcd['storage']['type']}; a "
+                           "restore fills the members' volumes before etcd starts, which needs "
+                           "spec.etcd.local.storage.type PersistentVolumeClaim", "UnsupportedTarget")
+    bump = spec.get("bumpRevision", DEFAULT_BUMP)
+    if isinstance(bump, bool) or not isinstance(bump, int) or bump < 0:
+        raise RestoreError("spec.bumpRevision", f"must be a non-negative integer, not {bump!r}")
+    storage = eb.storage_plan(source["storage"])
+    peers = dict(item.split("=", 1) for item in etcd["initialCluster"].split(","))
+    members = [{"name": m, "peer_url": peers[m], "client_url": client,
+                "data_dir": f"{MEMBER_ROOT}/{m}/{DATA_SUBDIR}"}
+               for m, client in zip(etcd["members"], etcd["memberEndpoints"], strict=True)]
+    snapshot_path = f"{STAGING_DIR}/{source['snapshot']}"
+    try:
+        rplan = plan_restore(snapshot_path, members, MEMBER_ROOT,
+                             cluster_token=f"{kplan['name']}-{tmeta.get('uid', '')}",  # the StatefulSet's token
+                             bump_revision=bump, mark_compacted=bump > 0)
+    except RestorePlanError as exc:
+        raise RestoreError(f"spec ({exc.field})", str(exc)) from exc
+    labels = {**kplan["labels"], "app.kubernetes.io/name": "etcd", "app.kubernetes.io/component": "etcd"}
+    out_members = []
+    for i, planned in enumerate(rplan.members):
+        out_members.append({
+            "index": i, "name": planned.name, "pvc": f"data-{kplan['names']['etcd']}-{i}",
+            "mountPath": f"{MEMBER_ROOT}/{planned.name}", "dataDir": planned.data_dir,
+            "argv": planned.restore_argv, "job": job_name(name, i),
+        })
+    return {
+        "format": PLAN_FORMAT,
+        "restore": {"namespace": ns, "name": name, "uid": meta.get("uid") or ""},
+        "target": {"name": kplan["name"], "uid": tmeta.get("uid") or "", "statefulSet": kplan["names"]["etcd"],
+                   "pkiSecret": kplan["names"]["pkiSecret"], "labels": labels,
+                   "storage": etcd["storage"], "replicas": etcd["replicas"]},
+        "snapshot": {"name": source["snapshot"], "sha256": source.get("sha256") or "",
+                     "location": source.get("location") or "", "path": snapshot_path},
+        "storage": storage,
+        "bumpRevision": bump,
+        "clusterToken": rplan.cluster_token,
+        "members": out_members,
+    }
+
+
+def job_name(restore_name: str, index: int) -> str:
+    name = f"{restore_name}-restore-{index}"
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(restore_name.encode()).hexdigest()[:8]
+    return f"{restore_name[:40].rstrip('-.')}-{digest}-restore-{index}"
+
+
+def pvc_manifest(plan: Mapping[str, Any], member: Mapping[str, Any]) -> dict[str, Any]:
+    """The member's volume, as the StatefulSet's volumeClaimTemplate ``data`` would make it."""
+    storage = plan["target"]["storage"]
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage["size"]}}}
+    if storage.get("storageClassName"):
+        spec["storageClassName"] = storage["storageClassName"]
+    labels = {**plan["target"]["labels"], LABEL_RESTORE: plan["restore"]["name"]}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": member["pvc"], "namespace": plan["restore"]["namespace"], "labels": labels},
+            "spec": spec}
+
+
+def member_plan(plan: Mapping[str, Any], member: Mapping[str, Any]) -> dict[str, Any]:
+    """What one Job needs (JSON, no secret values)."""
+    return {"format": PLAN_FORMAT, "storage": plan["storage"], "snapshot": plan["snapshot"],
+            "member": {k: member[k] for k in ("name", "dataDir", "argv", "mountPath")}}
+
+
+def job_manifest(plan: Mapping[str, Any], member: Mapping[str, Any], image: str,
+                 owner: Mapping[str, Any] | None = None, pull_policy: str = "IfNotPresent") -> dict[str, Any]:
+    """One member's restore Job: its volume, the store, a staging emptyDir; as root (the
+    volume belongs to etcd, which runs as root), every capability dropped, no token."""
+    ns = plan["restore"]["namespace"]
+    labels = {LABEL_RESTORE: plan["restore"]["name"], "app.kubernetes.io/name": "etcd-restore",
+              "app.kubernetes.io/managed-by": "karmada-operator", "app.kubernetes.io/instance": plan["target"]["name"]}
+    volumes: list[dict[str, Any]] = [
+        {"name": "member", "persistentVolumeClaim": {"claimName": member["pvc"]}},
+        {"name": "staging", "emptyDir": {}},
+    ]
+    mounts: list[dict[str, Any]] = [{"name": "member", "mountPath": member["mountPath"]},
+                                    {"name": "staging", "mountPath": STAGING_DIR}]
+    storage = plan["storage"]
+    if storage["type"] == "pvc":
+        volumes.append({"name": "store", "persistentVolumeClaim": {"claimName": storage["claimName"],
+                                                                   "readOnly": True}})
+        mounts.append({"name": "store", "mountPath": storage["mountPath"], "readOnly": True})
+    else:
+        for vol, key in (("s3-credentials", "credentials"), ("s3-ca", "caBundle")):
+            if storage.get(key):
+                volumes.append({"name": vol, "secret": {"secretName": storage[key]["secretName"],
+                                                        "items": storage[key]["items"], "defaultMode": 0o400}})
+                mounts.append({"name": vol, "mountPath": storage[key]["mountPath"], "readOnly": True})
+    meta: dict[str, Any] = {"name": member["job"], "namespace": ns, "labels": labels}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": API_VERSION, "kind": KIND, "name": owner["metadata"]["name"],
+                                    "uid": owner["metadata"]["uid"], "blockOwnerDeletion": False}]
+    container = {
+        "name": "restore", "image": image, "imagePullPolicy": pull_policy,
+        "command": ["python3", f"{eb.OPERATOR_MODULE_UTILS}/etcd_restore_job.py"],
+        "env": [{"name": "ETCD_RESTORE_PLAN", "value": json.dumps(member_plan(plan, member), sort_keys=True)},
+                {"name": "ETCD_RESTORE_RESULT_FILE", "value": "/dev/termination-log"},
+                {"name": "HOME", "value": STAGING_DIR}],
+        "volumeMounts": mounts,
+        "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True},
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+            "spec": {"backoffLimit": 0, "activeDeadlineSeconds": 3600, "ttlSecondsAfterFinished": 86400,
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
+                                           "enableServiceLinks": False, "containers": [container],
+                                           "volumes": volumes,
+                                           "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}}}}
+
+
+# --------------------------------------------------------------------------- gate
+
+
+def restore_gate(restores: Sequence[Mapping[str, Any]], karmada_name: str) -> dict[str, Any]:
+    """Whether KarmadaDeployment ``karmada_name`` must wait: an EtcdRestore targets it and has not
+    seeded its etcd yet (not even a failed one: starting an empty etcd would make the restore
+    impossible; delete the EtcdRestore to start empty instead). ``{"wait", "name", "message"}``."""
+    for item in sorted(restores or [], key=lambda r: _meta(r).get("name") or ""):
+        target = (((item.get("spec") or {}).get("target") or {}).get("karmadaDeploymentRef") or {}).get("name")
+        if target != karmada_name or _meta(item).get("deletionTimestamp"):
+            continue
+        conds = (item.get("status") or {}).get("conditions") or []
+        seeded = next((c for c in conds if c.get("type") == "Seeded"), {})
+        if seeded.get("status") == "True":
+            continue
+        name = _meta(item).get("name")
+        phase = (item.get("status") or {}).get("phase") or "Pending"
+        why = f": {seeded.get('reason')}: {seeded.get('message')}" if seeded.get("reason") else ""
+        return {"wait": True, "name": name,
+                "message": f"EtcdRestore {name} ({phase}{why}) seeds this Karmada's etcd; nothing is created before "
+                           "it has (delete the EtcdRestore to start with an empty etcd)"}
+    return {"wait": False, "name": "", "message": ""}
+
+
+# --------------------------------------------------------------------------- verification
+
+
+def verification(snapshot: Mapping[str, Any], seeded: Sequence[Mapping[str, Any]], counts: Mapping[str, int],
+                 bump: int) -> dict[str, Any]:
+    """Compare the restored plane with the snapshot.
+
+    ``snapshot``: the store's metadata of the snapshot (``revision``, ``keys`` and ``counts`` at
+    that revision when the backup recorded them). ``seeded``: each member Job's result
+    (``snapshot`` and ``restored`` revision/totalKey as ``etcdutl snapshot status`` printed
+    them). ``counts``: objects per Karmada resource read through the restored karmada-apiserver.
+    Returns the status ``verification`` block; ``differences`` empty means Verified."""
+    diffs: list[str] = []
+    rev = int(snapshot.get("revision") or 0)
+    restored_revs = sorted({int((r.get("restored") or {}).get("revision") or 0) for r in seeded})
+    if len(restored_revs) != 1:
+        diffs.append(f"members were restored to different revisions {restored_revs}")
+    restored_rev = restored_revs[-1] if restored_revs else 0
+    if restored_rev < rev + bump:
+        diffs.append(f"restored revision {restored_rev} is below the snapshot's {rev} plus the bump {bump}")
+    snap_keys = sorted({int((r.get("snapshot") or {}).get("totalKey") or 0) for r in seeded})
+    restored_keys = sorted({int((r.get("restored") or {}).get("totalKey") or 0) for r in seeded})
+    if snap_keys != restored_keys:
+        diffs.append(f"keys in the snapshot {snap_keys} differ from the restored members' {restored_keys}")
+    expected = dict(snapshot.get("counts") or {})
+    objects = {}
+    for resource in eb.KARMADA_RESOURCES:
+        have = counts.get(resource)
+        want = expected.get(resource)
+        objects[resource] = {"snapshot": want, "restored": have}
+        if want is not None and have is not None and want != have:
+            diffs.append(f"{resource}: {want} in the snapshot, {have} served by the restored karmada-apiserver")
+    return {
+        "snapshotRevision": rev,
+        "restoredRevision": restored_rev,
+        "snapshotKeys": snap_keys[0] if len(snap_keys) == 1 else None,
+        "restoredKeys": restored_keys[0] if len(restored_keys) == 1 else None,
+        "liveKeysAtSnapshot": snapshot.get("keys"),
+        "objects": [{"resource": k, **{kk: vv for kk, vv in v.items() if vv is not None}} for k, v in objects.items()],
+        "differences": diffs,
+    }

@@ -1,0 +1,141 @@
+"""The restore Job's entrypoint: seed one etcd member's volume from a stored snapshot.
+
+Run in the operator image as ``python3 <module_utils>/etcd_restore_job.py`` with the member's
+plan (:func:`etcd_restore.member_plan`) as JSON in ``ETCD_RESTORE_PLAN``. In order, and
+stopping at the first problem with nothing written into the member's data directory:
+
+1. the data directory must not exist or be empty (``TargetHasData``: never over live data);
+2. the snapshot's metadata is read from the store; when the EtcdRestore expected a sha256
+   (the EtcdBackup's status) it must match (``IntegrityCheckFailed``);
+3. the snapshot is downloaded into the staging directory and its sha256 checked against the
+   store's record on the way (a flipped byte: ``IntegrityCheckFailed``, no file kept), then
+   etcd's own trailer (``SnapshotCorrupted``);
+4. ``etcdutl snapshot restore`` as planned (member name, peer URL, cluster, token,
+   ``--bump-revision``, ``--mark-compacted``) into a temporary directory beside the data
+   directory, renamed into place only when it succeeded;
+5. ``etcdutl snapshot status`` of the snapshot and of the restored database, for the report.
+
+Output: one JSON line on stdout (and in ``ETCD_RESTORE_RESULT_FILE`` when it fits):
+``{"ok": true, "member", "snapshot": {...}, "restored": {...}}`` or ``{"ok": false, "reason",
+"message"}``; exit 0, 1, or 2 when retrying cannot help.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+try:
+    from ansible.module_utils import etcd_backup_job as backup_job
+    from ansible.module_utils import etcd_backup_store as store_lib
+    from ansible.module_utils.etcd_snapshots import EtcdSnapshotError, verify_snapshot
+except ImportError:
+    import etcd_backup_job as backup_job  # type: ignore[no-redef]
+    import etcd_backup_store as store_lib  # type: ignore[no-redef]
+    from etcd_snapshots import EtcdSnapshotError, verify_snapshot  # type: ignore[no-redef]
+
+PLAN_FORMAT = 1
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+
+
+class RestoreFailed(Exception):
+    def __init__(self, message: str, reason: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.code = code
+
+
+def etcdutl_status(etcdutl: str, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """``etcdutl snapshot status -w json`` of a snapshot or a member's db file."""
+    proc = subprocess.run([etcdutl, "snapshot", "status", str(path), "-w", "json"], capture_output=True,
+                          text=True, timeout=600, check=False)
+    if proc.returncode != 0:
+        raise RestoreFailed(f"etcdutl snapshot status {path}: {proc.stderr.strip()[-500:]}", "SnapshotCorrupted")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def restore_member(plan: Mapping[str, Any], store: store_lib.SnapshotStore, etcdutl: str) -> dict[str, Any]:
+    member = plan["member"]
+    snap = plan["snapshot"]
+    data_dir = Path(member["dataDir"])
+    if data_dir.exists() and any(data_dir.iterdir()):
+        raise RestoreFailed(f"{data_dir} already holds etcd data: a restore never writes over a member's data "
+                            "(delete the volume first if the data is expendable)", "TargetHasData", EXIT_INVALID)
+    info = store.get(snap["name"])
+    if snap.get("sha256") and snap["sha256"] != info.sha256:
+        raise RestoreFailed(f"{store}: snapshot {snap['name']} has sha256 {info.sha256}, not the {snap['sha256']} "
+                            "the EtcdBackup recorded", "IntegrityCheckFailed", EXIT_INVALID)
+    staged = Path(snap["path"])
+    try:
+        store.fetch_to_file(snap["name"], staged)  # sha256 checked against the store's record on the way
+        try:
+            verify_snapshot(staged)  # etcd's trailer
+        except EtcdSnapshotError as exc:
+            raise RestoreFailed(str(exc), "SnapshotCorrupted", EXIT_INVALID) from exc
+        before = etcdutl_status(etcdutl, staged)
+        work = data_dir.with_name(f".{data_dir.name}.restoring")
+        shutil.rmtree(work, ignore_errors=True)
+        argv = list(member["argv"])
+        argv[0] = etcdutl
+        argv[argv.index("--data-dir") + 1] = str(work)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=3600, check=False)
+        if proc.returncode != 0:
+            shutil.rmtree(work, ignore_errors=True)
+            raise RestoreFailed(f"etcdutl snapshot restore failed: {proc.stderr.strip()[-800:]}", "RestoreFailed")
+        if data_dir.exists():
+            data_dir.rmdir()  # empty (checked above)
+        os.replace(work, data_dir)
+        after = etcdutl_status(etcdutl, data_dir / "member" / "snap" / "db")
+    finally:
+        staged.unlink(missing_ok=True)
+    return {"ok": True, "member": member["name"],
+            "snapshot": {"name": info.name, "sha256": info.sha256, "sizeBytes": info.size, "location": info.location,
+                         "revision": int(before.get("revision", info.revision)),
+                         "totalKey": int(before.get("totalKey", 0)), "keys": info.keys, "counts": dict(info.counts)},
+            "restored": {"revision": int(after.get("revision", 0)), "totalKey": int(after.get("totalKey", 0))}}
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None, out: Any = None) -> int:
+    env = os.environ if env is None else env
+    out = out or sys.stdout
+    etcdutl = (list(argv or sys.argv[1:]) or [env.get("ETCDUTL_PATH") or shutil.which("etcdutl") or "etcdutl"])[0]
+
+    def emit(doc: dict[str, Any], code: int) -> int:
+        line = json.dumps(doc, sort_keys=True)
+        out.write(line + "\n")
+        out.flush()
+        if env.get("ETCD_RESTORE_RESULT_FILE") and len(line) < 4000:
+            with contextlib.suppress(OSError):
+                Path(env["ETCD_RESTORE_RESULT_FILE"]).write_text(line + "\n")
+        return code
+
+    try:
+        plan = json.loads(env.get("ETCD_RESTORE_PLAN") or "")
+        if not isinstance(plan, dict) or plan.get("format") != PLAN_FORMAT:
+            raise ValueError(f"not a restore plan of format {PLAN_FORMAT}")
+    except ValueError as exc:
+        return emit({"ok": False, "reason": "InvalidPlan", "message": f"ETCD_RESTORE_PLAN: {exc}"}, EXIT_INVALID)
+    store = None
+    try:
+        store = backup_job.open_store(plan, env)
+        return emit(restore_member(plan, store, etcdutl), EXIT_OK)
+    except RestoreFailed as exc:
+        return emit({"ok": False, "reason": exc.reason, "message": str(exc)}, exc.code)
+    except store_lib.StoreError as exc:
+        code = EXIT_INVALID if isinstance(exc, (store_lib.IntegrityCheckFailed, store_lib.InvalidStoreConfig,
+                                                store_lib.SnapshotNotFound)) else EXIT_FAILED
+        return emit({"ok": False, "reason": exc.reason, "message": str(exc)}, code)
+    finally:
+        if store is not None:
+            store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
