@@ -66,7 +66,8 @@ class FilterModule:
             "karmada_failure_message": lambda result, task: failure_message(_plain(task), _plain(result or {})),
             "karmada_kind": as_kind,
             "karmada_b64_decode_values": b64_decode_values,
-            "karmada_restore_gate": lambda restores, name: restore_gate(_plain(restores or []), str(name)),
+            "karmada_restore_gate": lambda restores, name, status=None: restore_gate(
+                _plain(restores or []), str(name), _plain(status or {})),
             "karmada_members_status": lambda spec, previous, results: members_status(
                 _plain(spec or []), _plain(previous or []), _plain(results or {})),
         }

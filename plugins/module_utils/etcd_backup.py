@@ -702,7 +702,7 @@ def _stream_into(writer: store_lib.SnapshotWriter, client: EtcdClient, member: S
         except EtcdError as exc:
             raise BackupFailed(f"snapshot from {member.endpoint} failed: {exc}", "EtcdUnavailable") from exc
     t0 = time.monotonic()
-    reader = read_checked(staged)
+    reader = read_checked(staged, whole_hash=False)  # the writer hashes the whole file
     for chunk in reader:
         writer.write(chunk)
     checked = reader.result
@@ -713,7 +713,7 @@ def _stream_into(writer: store_lib.SnapshotWriter, client: EtcdClient, member: S
         revision = snapshot_revision(staged)
     except EtcdSnapshotError as exc:
         raise BackupFailed(str(exc), "SnapshotCorrupted") from exc
-    return StreamedSnapshot(checked.size, checked.sha256, revision, "", member.endpoint,
+    return StreamedSnapshot(checked.size, writer.sha256, revision, "", member.endpoint,
                             round(time.monotonic() - t0, 3))
 
 

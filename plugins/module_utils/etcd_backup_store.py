@@ -381,6 +381,11 @@ class SnapshotWriter:
         self._state = "open"
         self._data_committed = False
 
+    @property
+    def sha256(self) -> str:
+        """sha256 (hex) of the bytes written so far."""
+        return self._digest.hexdigest()
+
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._state != "open":
             raise StoreWriteFailed(f"{self._store}: snapshot {self.name!r} writer is {self._state}", str(self._store))

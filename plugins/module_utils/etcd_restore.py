@@ -256,10 +256,15 @@ def job_manifest(plan: Mapping[str, Any], member: Mapping[str, Any], image: str,
 # --------------------------------------------------------------------------- gate
 
 
-def restore_gate(restores: Sequence[Mapping[str, Any]], karmada_name: str) -> dict[str, Any]:
+def restore_gate(restores: Sequence[Mapping[str, Any]], karmada_name: str,
+                 karmada_status: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Whether KarmadaDeployment ``karmada_name`` must wait: an EtcdRestore targets it and has not
     seeded its etcd yet (not even a failed one: starting an empty etcd would make the restore
-    impossible; delete the EtcdRestore to start empty instead). ``{"wait", "name", "message"}``."""
+    impossible; delete the EtcdRestore to start empty instead). A Karmada that already reported
+    on its etcd (``EtcdReady`` in ``karmada_status``) never waits: a restore cannot seed it and
+    says so itself (TargetHasData). ``{"wait", "name", "message"}``."""
+    if any(c.get("type") == "EtcdReady" for c in (karmada_status or {}).get("conditions") or []):
+        return {"wait": False, "name": "", "message": ""}
     for item in sorted(restores or [], key=lambda r: _meta(r).get("name") or ""):
         target = (((item.get("spec") or {}).get("target") or {}).get("karmadaDeploymentRef") or {}).get("name")
         if target != karmada_name or _meta(item).get("deletionTimestamp"):

@@ -143,12 +143,12 @@ class CheckedFile:
 
 
 class _CheckedReader:
-    def __init__(self, path: Path, chunk: int) -> None:
-        self.path, self.chunk = path, chunk
+    def __init__(self, path: Path, chunk: int, whole_hash: bool) -> None:
+        self.path, self.chunk, self.whole_hash = path, chunk, whole_hash
         self.result: CheckedFile | None = None
 
     def __iter__(self) -> Iterator[bytes]:
-        whole, digest = hashlib.sha256(), hashlib.sha256()
+        whole, digest = (hashlib.sha256() if self.whole_hash else None), hashlib.sha256()
         tail, size = b"", 0
         with open(self.path, "rb") as handle:
             while True:
@@ -156,7 +156,8 @@ class _CheckedReader:
                 if not blob:
                     break
                 yield blob
-                whole.update(blob)
+                if whole is not None:
+                    whole.update(blob)
                 size += len(blob)
                 buf = tail + blob if len(blob) < HASH_SIZE else None
                 if buf is None:
@@ -167,14 +168,15 @@ class _CheckedReader:
                     digest.update(buf[:-HASH_SIZE])
                     tail = buf[-HASH_SIZE:]
         ok = size > HASH_SIZE and size % 512 == HASH_SIZE and digest.digest() == tail
-        self.result = CheckedFile(size, whole.hexdigest(), ok)
+        self.result = CheckedFile(size, whole.hexdigest() if whole is not None else "", ok)
 
 
-def read_checked(path: str | os.PathLike[str], chunk: int = 8 << 20) -> _CheckedReader:
+def read_checked(path: str | os.PathLike[str], chunk: int = 8 << 20, whole_hash: bool = True) -> _CheckedReader:
     """Iterate over a snapshot file's bytes (to hand them to a store) while checking etcd's
     sha256 trailer in the same pass; ``.result`` (CheckedFile) is set after the last chunk.
-    One read of the file instead of a verify pass and an upload pass."""
-    return _CheckedReader(Path(path), chunk)
+    One read of the file instead of a verify pass and an upload pass. ``whole_hash=False``
+    leaves the sha256 of the whole file to the caller (a store writer computes it anyway)."""
+    return _CheckedReader(Path(path), chunk, whole_hash)
 
 
 def etcdctl_snapshot(etcdctl: str, endpoint: str, path: str | os.PathLike[str], *, cacert: str, cert: str,

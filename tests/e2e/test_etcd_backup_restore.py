@@ -19,23 +19,32 @@ import yaml
 
 from support import karmada_e2e
 from support.karmada_crds_server import serve
-from support.karmada_e2e import Deployment, operator_kubeconfig
+from support.karmada_e2e import Deployment, bookinfo, bookinfo_running, operator_kubeconfig
 from support.operator_runtime import OperatorProcess
 from support.s3_server import start_s3_server
-from support.testenv import HostCluster, settings
+from support.testenv import HostCluster, MemberCluster, settings
 from support.waiting import condition, crds_established, wait_for
 
 pytestmark = pytest.mark.e2e
 
 NS = "backup-e2e"
 NAME = "vault"
+TARGET_NS = "restore-e2e"
+TARGET = "vault2"
 API = "operator.karmada.io/v1alpha1"
+BUMP = 1_000_000_000
+MEMBERS = [
+    {"name": "member1", "kubeconfigSecretRef": {"name": "member1-kubeconfig"}, "syncMode": "Push"},
+    {"name": "member3", "kubeconfigSecretRef": {"name": "member3-kubeconfig"}, "syncMode": "Pull",
+     "agentPlacement": "Host", "taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]},
+]
 
 
 class Env:
     def __init__(self, host: HostCluster, fleet: Deployment, s3, operator: OperatorProcess):
         self.host, self.fleet, self.s3, self.operator = host, fleet, s3, operator
         self.schedule_bucket = ""
+        self.members: dict[str, MemberCluster] = {}
 
     def apply(self, doc: dict) -> None:
         self.host.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
@@ -58,6 +67,24 @@ class Env:
         return Path(pv["spec"]["hostPath"]["path"])
 
 
+def copy_secret(host: HostCluster, name: str, src_ns: str, dst_ns: str, new_name: str = "",
+                keys: tuple[str, ...] = ()) -> None:
+    secret = host.get("secret", name, "-n", src_ns)
+    data = {k: v for k, v in secret["data"].items() if not keys or k in keys}
+    host.kubectl("apply", "-f", "-", input=yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": new_name or name, "namespace": dst_ns},
+        "type": secret.get("type", "Opaque"), "data": data}))
+
+
+def members_ready(kd: dict, count: int) -> bool:
+    status = kd.get("status", {})
+    joined = [m for m in status.get("members", []) if m.get("state") == "Joined" and m.get("ready")]
+    ready = condition(kd, "Ready")
+    return (len(joined) == count and ready.get("status") == "True"
+            and ready.get("observedGeneration") == kd["metadata"]["generation"]
+            and condition(kd, "MembersReady").get("status") == "True")
+
+
 def etcd_backup(name: str, storage: dict, **spec) -> dict:
     return {"apiVersion": API, "kind": "EtcdBackup", "metadata": {"name": name, "namespace": NS},
             "spec": {"karmadaDeploymentRef": {"name": NAME}, "storage": storage, **spec}}
@@ -75,7 +102,7 @@ def succeeded(b: dict) -> bool:
 
 
 @pytest.fixture(scope="module")
-def env(host_cluster: HostCluster, bin_path, tmp_path_factory):
+def env(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_path, tmp_path_factory):
     work = tmp_path_factory.mktemp("backup")
     print(f"\noperator image built and imported in {karmada_e2e.load_operator_image(host_cluster):.0f}s")
     s3 = start_s3_server(bin_path("versitygw"), work / "s3", host=settings()["KO_NODE_IP"])
@@ -83,7 +110,10 @@ def env(host_cluster: HostCluster, bin_path, tmp_path_factory):
     host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
     crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io",
                                             "etcdbackups.operator.karmada.io"])
-    host_cluster.kubectl("create", "namespace", NS, check=False)
+    for ns in (NS, TARGET_NS):
+        host_cluster.kubectl("create", "namespace", ns, check=False)
+        for member in member_clusters:  # the members' kubeconfig Secrets, where each Karmada reads them
+            copy_secret(host_cluster, member.secret_name, member.secret_namespace, ns)
     operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work,
                                extra_env={"KARMADA_OPERATOR_IMAGE": karmada_e2e.OPERATOR_IMAGE})
     operator.wait_healthy()
@@ -94,7 +124,7 @@ def env(host_cluster: HostCluster, bin_path, tmp_path_factory):
     spec["etcd"]["local"] = {"replicas": 1, "storage": {"type": "EmptyDir"}}
     spec["apiServer"] = {"replicas": 1, "serviceType": "ClusterIP"}
     spec["certificates"] = {"keyAlgorithm": "ECDSA"}
-    spec["members"] = []
+    spec["members"] = MEMBERS
     fleet = Deployment(host_cluster, operator, work, NAME, NS)
     e = Env(host_cluster, fleet, s3, operator)
     e.apply(cr)
@@ -103,8 +133,13 @@ def env(host_cluster: HostCluster, bin_path, tmp_path_factory):
     e.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "etcd-backups", "namespace": NS},
              "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "cephfs",
                       "resources": {"requests": {"storage": "1Gi"}}}})
-    fleet.wait_for(lambda: condition(fleet.get(), "Ready").get("status") == "True", 1200, "Karmada Ready")
-    # Something to back up besides Karmada's own objects.
+    fleet.wait_for(lambda: members_ready(fleet.get(), 2), 1500, "Karmada Ready with 2 members")
+    # Something to back up: bookinfo on both members, and some ConfigMaps.
+    fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all(bookinfo()))
+    members = {m.name: m for m in member_clusters}
+    fleet.wait_for(lambda: bookinfo_running(members["member1"]) and bookinfo_running(members["member3"]), 600,
+                   "bookinfo running on member1 and member3")
+    e.members = members
     for i in range(20):
         fleet.karmadactl("create", "configmap", f"payload-{i}", "-n", "default", f"--from-literal=i={i}",
                          check=False)
@@ -113,12 +148,19 @@ def env(host_cluster: HostCluster, bin_path, tmp_path_factory):
     e.apply(etcd_backup("every-minute", s3_storage(e, e.schedule_bucket, "sched"), schedule="* * * * *",
                         retention={"maxBackups": 2}))
     yield e
-    host_cluster.kubectl("delete", "etcdbackups", "--all", "-n", NS, "--timeout=60s", check=False)
-    host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
-    host_cluster.kubectl("delete", "namespace", NS, "--timeout=300s", check=False)
-    operator.stop()
-    crds.stop()
-    s3.stop()
+    try:
+        for ns in (NS, TARGET_NS):
+            host_cluster.kubectl("delete", "etcdbackups,etcdrestores", "--all", "-n", ns, "--timeout=60s",
+                                 check=False, timeout=90)
+            # the finalizers unjoin the members first: kubectl may wait its whole timeout
+            host_cluster.kubectl("delete", "karmadadeployments", "--all", "-n", ns, "--timeout=600s",
+                                 check=False, timeout=630)
+            host_cluster.kubectl("delete", "namespace", ns, "--timeout=300s", check=False, timeout=330)
+        host_cluster.kubectl("delete", "pv", "restore-e2e-backups", "--ignore-not-found", check=False)
+    finally:
+        operator.stop()
+        crds.stop()
+        s3.stop()
 
 
 def test_on_demand_backups_to_a_volume_and_to_s3_hold_what_status_says(env: Env):
@@ -202,3 +244,149 @@ def test_a_schedule_every_minute_keeps_max_backups_in_the_store_and_in_status(en
     assert "nextScheduleTime" not in b["status"]  # suspended
     deleted = [e for e in env.events("every-minute") if e["reason"] == "SnapshotDeleted"]
     assert len(deleted) >= 2
+
+
+# --------------------------------------------------------------------------- restore
+
+
+KARMADA_KINDS = ["clusters.cluster.karmada.io", "propagationpolicies.policy.karmada.io",
+                 "clusterpropagationpolicies.policy.karmada.io", "resourcebindings.work.karmada.io",
+                 "works.work.karmada.io"]
+
+
+def karmada_objects(fleet: Deployment, kubeconfig: Path | None = None) -> dict[str, dict[str, dict]]:
+    """Name -> spec of each Karmada kind, read through karmada-apiserver."""
+    out = {}
+    for kind in KARMADA_KINDS:
+        items = yaml.safe_load(fleet.karmadactl("get", kind, "-A", "-o", "yaml", kubeconfig=kubeconfig).stdout)["items"]
+        out[kind] = {f"{i['metadata'].get('namespace', '')}/{i['metadata']['name']}": i.get("spec", {}) for i in items}
+    return out
+
+
+def pod_uids(member: MemberCluster) -> dict[str, str]:
+    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in member.get("pods", "-n", "bookinfo")["items"]}
+
+
+def restore_cr(name: str, target: str, source: dict, **spec) -> dict:
+    return {"apiVersion": API, "kind": "EtcdRestore", "metadata": {"name": name, "namespace": TARGET_NS},
+            "spec": {"source": source, "target": {"karmadaDeploymentRef": {"name": target}}, "bumpRevision": BUMP,
+                     **spec}}
+
+
+def target_cr(env: Env, name: str) -> dict:
+    cr = env.fleet.get()
+    spec = cr["spec"]
+    spec["etcd"]["local"] = {"replicas": 1, "storage": {"type": "PersistentVolumeClaim", "size": "1Gi",
+                                                        "storageClassName": "standard"}}
+    return {"apiVersion": API, "kind": "KarmadaDeployment", "metadata": {"name": name, "namespace": TARGET_NS},
+            "spec": spec}
+
+
+def test_restore_into_a_new_karmada_brings_back_everything_and_keeps_the_members(env: Env):
+    # A fresh backup of the source, to S3.
+    bucket = env.s3.create_bucket()
+    env.apply(etcd_backup("for-restore", s3_storage(env, bucket, "move")))
+    b = env.wait_backup("for-restore", succeeded, 600, "Succeeded")
+    snap = b["status"]["lastSuccessfulBackup"]
+    source_objects = karmada_objects(env.fleet)
+    uids = {m: pod_uids(env.members[m]) for m in ("member1", "member3")}
+
+    # In the new site: the store's credentials, the members' kubeconfigs (copied by the fixture)
+    # and the source's CA and service-account key, then the EtcdRestore before the Karmada.
+    copy_secret(env.host, "s3-credentials", NS, TARGET_NS)
+    copy_secret(env.host, f"{NAME}-pki", NS, TARGET_NS, new_name="source-pki",
+                keys=("ca.crt", "ca.key", "sa.key", "sa.pub"))
+    started = time.monotonic()
+    env.apply(restore_cr("move", TARGET, {
+        "location": snap["location"],
+        "s3": {"endpoint": env.s3.endpoint, "region": "us-east-1", "forcePathStyle": True,
+               "credentialsSecretRef": {"name": "s3-credentials"}}}, pki={"secretRef": {"name": "source-pki"}}))
+    env.apply(target_cr(env, TARGET))
+    target = Deployment(env.host, env.operator, env.fleet.work, TARGET, TARGET_NS)
+
+    def restore() -> dict:
+        return env.host.get("etcdrestore", "move", "-n", TARGET_NS)
+
+    done = wait_for(lambda: (lambda r: r if r.get("status", {}).get("phase") in ("Succeeded", "Failed") else None)(
+        restore()), 1500, "the restore to finish", env.operator.log_tail, interval=5)
+    print(f"\nrestore apply-to-Succeeded: {time.monotonic() - started:.0f}s; status: "
+          f"{yaml.safe_dump(done['status'].get('verification'))}")
+    assert done["status"]["phase"] == "Succeeded", done["status"]
+    assert condition(done, "Seeded")["status"] == "True"
+    verified = condition(done, "Verified")
+    assert verified["status"] == "True", verified
+    assert done["status"]["verification"]["differences"] == []
+    assert done["status"]["snapshot"]["sha256"] == snap["sha256"]
+    assert done["status"]["restoredRevision"] >= snap["revision"] + BUMP
+
+    target.wait_for(lambda: members_ready(target.get(), 2), 900, "the new Karmada Ready with both members")
+    restored_objects = karmada_objects(target)
+    for kind in KARMADA_KINDS:
+        if kind == "clusters.cluster.karmada.io":  # status aside, the Cluster specs are the source's
+            assert restored_objects[kind].keys() == source_objects[kind].keys() == {"/member1", "/member3"}
+        assert restored_objects[kind].keys() == source_objects[kind].keys(), kind
+        for key, spec in source_objects[kind].items():
+            assert restored_objects[kind][key] == spec, (kind, key)
+    for m in ("member1", "member3"):
+        assert bookinfo_running(env.members[m])
+        assert pod_uids(env.members[m]) == uids[m], m  # nothing on the members was recreated
+
+    # The data-center move: the old site goes (Retain: its finalizer leaves the members joined,
+    # they belong to the new plane now), and the new plane keeps both members.
+    env.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p",
+                     '{"spec": {"deletionPolicy": "Retain"}}')
+    env.host.kubectl("delete", "etcdbackups", "--all", "-n", NS, "--timeout=60s", check=False)
+    env.host.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=600s", timeout=630)
+    time.sleep(30)
+    target.wait_for(lambda: members_ready(target.get(), 2), 600, "both members still Ready under the new plane")
+    clusters = yaml.safe_load(target.karmadactl("get", "clusters", "-o", "yaml").stdout)["items"]
+    assert {c["metadata"]["name"]: next(x["status"] for x in c["status"]["conditions"] if x["type"] == "Ready")
+            for c in clusters} == {"member1": "True", "member3": "True"}
+    for m in ("member1", "member3"):
+        assert pod_uids(env.members[m]) == uids[m], m
+
+
+def test_a_flipped_byte_fails_the_restore_before_any_etcd_member_exists(env: Env):
+    # A copy of a stored snapshot with one byte flipped, on the backup volume.
+    src = env.backup("to-volume")["status"]["lastSuccessfulBackup"]
+    vol = env.volume_dir("etcd-backups") / "karmada/dc1"
+    data = bytearray((vol / src["name"]).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (vol / "flipped.db").write_bytes(bytes(data))
+    sidecar = (vol / f"{src['name']}.meta.json").read_text().replace(src["name"], "flipped.db")
+    (vol / "flipped.db.meta.json").write_text(sidecar)
+    # The restore reads the volume from the target's namespace: give it a claim on the same directory.
+    pv = env.host.get("pv", env.host.get("pvc", "etcd-backups", "-n", NS)["spec"]["volumeName"])
+    env.apply({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "restore-e2e-backups"},
+               "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+                        "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                        "hostPath": {"path": pv["spec"]["hostPath"]["path"]},
+                        "claimRef": {"namespace": TARGET_NS, "name": "etcd-backups"}}})
+    env.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+               "metadata": {"name": "etcd-backups", "namespace": TARGET_NS},
+               "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": "restore-e2e-backups",
+                        "resources": {"requests": {"storage": "1Gi"}}}})
+    env.apply(restore_cr("flipped", "broken", {"location": "pvc://etcd-backups/karmada/dc1/flipped.db"}))
+    env.apply(target_cr(env, "broken"))
+    r = wait_for(lambda: (lambda r: r if r.get("status", {}).get("phase") == "Failed" else None)(
+        env.host.get("etcdrestore", "flipped", "-n", TARGET_NS)), 600, "the restore to fail", env.operator.log_tail)
+    ready = condition(r, "Ready")
+    print(f"\nflipped byte: {ready['reason']}: {ready['message']}")
+    assert ready["reason"] == "IntegrityCheckFailed"
+    # No etcd member: no StatefulSet, no pod, no volume; the Karmada waits and says why.
+    assert env.host.kubectl("get", "statefulset", "broken-etcd", "-n", TARGET_NS, check=False).returncode != 0
+    pods = env.host.get("pods", "-n", TARGET_NS, "-l", "app.kubernetes.io/instance=broken")["items"]
+    assert [p["metadata"]["name"] for p in pods if "etcd" in p["metadata"]["name"]] == []
+    assert env.host.kubectl("get", "pvc", "data-broken-etcd-0", "-n", TARGET_NS, check=False).returncode != 0
+    kd = env.host.get("karmadadeployment", "broken", "-n", TARGET_NS)
+    assert condition(kd, "Ready")["reason"] == "WaitingForRestore"
+    assert "IntegrityCheckFailed" in condition(kd, "Ready")["message"]
+
+    # A restore into a Karmada that has data (the restored one) is refused, and changes nothing.
+    before = env.host.get("statefulset", f"{TARGET}-etcd", "-n", TARGET_NS)["metadata"]["uid"]
+    env.apply(restore_cr("over-live", TARGET, {"location": "pvc://etcd-backups/karmada/dc1/" + src["name"]}))
+    r = wait_for(lambda: (lambda r: r if r.get("status", {}).get("phase") == "Failed" else None)(
+        env.host.get("etcdrestore", "over-live", "-n", TARGET_NS)), 300, "the refusal", env.operator.log_tail)
+    assert condition(r, "Ready")["reason"] == "TargetHasData", r["status"]
+    assert env.host.get("statefulset", f"{TARGET}-etcd", "-n", TARGET_NS)["metadata"]["uid"] == before
+    env.host.kubectl("delete", "etcdrestore", "over-live", "-n", TARGET_NS)

@@ -279,3 +279,88 @@ def test_wrong_s3_credentials_fail_before_etcd_is_touched(etcd, s3_server):
     code, doc = run_job_cli(env)
     assert code == 1 and doc["reason"] == "StoreAccessDenied"
     assert plan["storage"]["spec"]["s3"]["bucket"] in doc["message"]
+
+
+# --------------------------------------------------------------------------- restore Job
+
+
+def _restore_member_plans(etcd, snapshot_name: str, sha256: str, storage: dict, work: Path, members: int = 3,
+                          bump: int = 1_000_000) -> tuple[dict, list[dict]]:
+    """Member plans as etcd_restore.member_plan makes them, for loopback members under ``work``."""
+    from etcd_restore_plan import plan_restore
+
+    nodes = [etcd.new_node(f"seeded-{i}") for i in range(members)]
+    staging = work / "staging"
+    staging.mkdir(parents=True, exist_ok=True)
+    rplan = plan_restore(str(staging / snapshot_name),
+                         [{"name": n.name, "peer_url": n.peer_url, "client_url": n.client_url,
+                           "data_dir": str(work / n.name / "data")} for n in nodes],
+                         str(work), cluster_token="restored-kd-uid", bump_revision=bump, mark_compacted=True)
+    plans = [{"format": 1, "storage": storage,
+              "snapshot": {"name": snapshot_name, "sha256": sha256, "path": str(staging / snapshot_name)},
+              "member": {"name": m.name, "dataDir": m.data_dir, "argv": m.restore_argv,
+                         "mountPath": str(work / m.name)}}
+             for m in rplan.members]
+    cluster = {"members": [{"name": m.name, "peer_url": m.peer_url, "client_url": m.client_url,
+                            "data_dir": m.data_dir} for m in rplan.members],
+               "initial_cluster": rplan.initial_cluster, "cluster_token": rplan.cluster_token}
+    return cluster, plans
+
+
+def test_restore_job_seeds_three_members_that_start_with_every_key_and_the_revision_bumped(etcd, bin_path, tmp_path):
+    import etcd_restore_job as rjob
+
+    store_root = tmp_path / "pvc"
+    store_root.mkdir()
+    plan = volume_plan(etcd, store_root)
+    with SnapshotStore_from(plan) as store:
+        result = eb.run_backup(plan, etcd.client(timeout=30), store, etcdctl=bin_path("etcdctl"),
+                               staging_dir=str(tmp_path))
+        info = result.snapshot
+        # counted at the snapshot's revision (other tests of this module add keys to the same etcd)
+        at_rev = etcd.client().range(b"\0", b"\0", revision=info.revision, count_only=True)["count"]
+        assert info.counts["namespaces"] == 0 and info.keys == at_rev >= SMALL_KEYS + BIG_KEYS
+        cluster, plans = _restore_member_plans(etcd, info.name, info.sha256, plan["storage"], tmp_path / "seed")
+        reports = [rjob.restore_member(p, store, bin_path("etcdutl")) for p in plans]
+    assert {r["restored"]["revision"] for r in reports} == {info.revision + 1_000_000}
+    assert {r["snapshot"]["sha256"] for r in reports} == {info.sha256}
+    assert len({r["restored"]["totalKey"] for r in reports}) == 1
+    assert not list((tmp_path / "seed" / "staging").iterdir())  # the downloaded copy is gone
+    restored = start_restored(bin_path("etcd"), cluster, tmp_path, etcd.certs)
+    try:
+        client = restored.client(timeout=30)
+        got = {kv.key: kv.value for kv in client.iter_prefix(b"/registry/small/")}
+        got.update({kv.key: kv.value for kv in client.iter_prefix(b"/registry/big/")})
+        assert got == expected_keys()
+        assert client.status(restored.endpoints()[0]).revision >= info.revision + 1_000_000
+    finally:
+        restored.close()
+
+
+def test_restore_job_refuses_a_flipped_byte_and_a_member_that_has_data(etcd, bin_path, tmp_path):
+    import etcd_restore_job as rjob
+
+    store_root = tmp_path / "pvc"
+    store_root.mkdir()
+    plan = volume_plan(etcd, store_root)
+    with SnapshotStore_from(plan) as store:
+        info = eb.run_backup(plan, etcd.client(timeout=30), store).snapshot
+        data_file = store_root / "karmada" / info.name
+        raw = bytearray(data_file.read_bytes())
+        raw[len(raw) // 2] ^= 0x01
+        data_file.write_bytes(bytes(raw))
+        _, plans = _restore_member_plans(etcd, info.name, info.sha256, plan["storage"], tmp_path / "seed", members=1)
+        with pytest.raises(Exception) as err:
+            rjob.restore_member(plans[0], store, bin_path("etcdutl"))
+        assert getattr(err.value, "reason", "") == "IntegrityCheckFailed", err.value
+        assert not Path(plans[0]["member"]["dataDir"]).exists()  # nothing written
+        assert not list((tmp_path / "seed" / "staging").iterdir())
+        # A member directory with data is never written over.
+        Path(plans[0]["member"]["dataDir"], "member").mkdir(parents=True)
+        with pytest.raises(rjob.RestoreFailed) as err:
+            rjob.restore_member(plans[0], store, bin_path("etcdutl"))
+        assert err.value.reason == "TargetHasData"
+
+
+def SnapshotStore_from(plan: dict) -> SnapshotStore:  # noqa: N802 - reads like the type it returns
+    return job.open_store(plan, {})

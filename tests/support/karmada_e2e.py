@@ -18,7 +18,7 @@ import yaml
 
 from support import waiting
 from support.operator_runtime import OperatorProcess
-from support.testenv import HostCluster
+from support.testenv import HostCluster, MemberCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER_ROOT = Path("/tmp/ansible-operator/runner/operator.karmada.io/v1alpha1/KarmadaDeployment")
@@ -143,3 +143,50 @@ def load_operator_image(host: HostCluster) -> float:
     subprocess.run(["ctr", "--address", settings()["KO_CONTAINERD_SOCK"], "-n", "k8s.io", "images", "import",
                     archive], check=True, capture_output=True, timeout=600)
     return time.monotonic() - start
+
+
+# Istio's bookinfo: Deployments and Services propagated to member1 and member3 (which carries
+# a NoSchedule taint), one copy each. The member and backup/restore tests use it.
+BOOKINFO = [("productpage", 1), ("details", 1), ("reviews", 3), ("ratings", 1)]
+
+
+def bookinfo() -> list[dict]:
+    docs: list[dict] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bookinfo"}}]
+    for app, replicas in BOOKINFO:
+        labels = {"app": app}
+        docs.append({"apiVersion": "apps/v1", "kind": "Deployment",
+                     "metadata": {"name": app, "namespace": "bookinfo", "labels": labels},
+                     "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                              "template": {"metadata": {"labels": labels}, "spec": {"containers": [
+                                  {"name": app, "image": f"docker.io/istio/examples-bookinfo-{app}-v1:1.20.2",
+                                   "ports": [{"containerPort": 9080}]}]}}}})
+        docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": app, "namespace": "bookinfo"},
+                     "spec": {"selector": labels, "ports": [{"name": "http", "port": 9080}]}})
+    placement = {"clusterAffinity": {"clusterNames": ["member1", "member3"]},
+                 "clusterTolerations": [{"key": "dedicated", "operator": "Equal", "value": "batch",
+                                         "effect": "NoSchedule"}],
+                 "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    docs.append({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+                 "metadata": {"name": "bookinfo-namespace"},
+                 "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "Namespace", "name": "bookinfo"}],
+                          "placement": placement}})
+    docs.append({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+                 "metadata": {"name": "bookinfo", "namespace": "bookinfo"},
+                 "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"},
+                                                {"apiVersion": "v1", "kind": "Service"}],
+                          "placement": placement}})
+    return docs
+
+
+def bookinfo_running(member: MemberCluster) -> bool:
+    deployments = member.kubectl("get", "deployments", "-n", "bookinfo", "-o", "yaml", check=False)
+    if deployments.returncode != 0:
+        return False
+    items = yaml.safe_load(deployments.stdout)["items"]
+    ready = {d["metadata"]["name"]: d["status"].get("readyReplicas", 0) for d in items}
+    if ready != dict(BOOKINFO):
+        return False
+    pods = member.get("pods", "-n", "bookinfo")["items"]
+    nodes = {n["metadata"]["name"] for n in member.get("nodes")["items"]}
+    return (len(pods) == sum(r for _, r in BOOKINFO)
+            and all(p["status"]["phase"] == "Running" and p["spec"].get("nodeName") in nodes for p in pods))

@@ -130,6 +130,9 @@ def test_the_gate_holds_the_karmada_back_until_seeded():
     seeded = {**restore(), "status": {"conditions": [{"type": "Seeded", "status": "True"}]}}
     assert er.restore_gate([seeded], "dc2")["wait"] is False
     assert er.restore_gate([], "dc2")["wait"] is False
+    # a Karmada that has had an etcd never waits (the restore refuses it instead)
+    running = {"conditions": [{"type": "EtcdReady", "status": "True"}]}
+    assert er.restore_gate([pending], "dc2", running)["wait"] is False
 
 
 def test_verification_lists_every_difference():
