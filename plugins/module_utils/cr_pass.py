@@ -40,7 +40,8 @@ def event_object(obj: Mapping[str, Any], event: Mapping[str, str], now: datetime
 
 
 def run(module: Any, kind: str, make: Callable[..., Any]) -> None:
-    """``make(live, obj, image, pull_policy=, creator=)`` returns a reconciler whose
+    """``make(live, obj, image, pull_policy=, creator=)`` returns a reconciler (an empty image: it
+    says so in status when it needs one) whose
     ``reconcile()`` gives an Outcome (status, events, action, changed) and which has ``now``."""
     p = module.params
     image = p["image"] or os.environ.get(IMAGE_ENV, "")
@@ -58,8 +59,6 @@ def run(module: Any, kind: str, make: Callable[..., Any]) -> None:
             obj = live.get(API_VERSION, kind, p["name"], p["namespace"])
             if obj is None:
                 module.exit_json(changed=False, action="none", phase="", msg=f"{kind} not found")
-            if not image:
-                module.fail_json(msg=f"no image for the {kind} Jobs: set {IMAGE_ENV} in the operator's environment")
             rec = make(live, obj, image, pull_policy=p["image_pull_policy"], creator=proxy if via_proxy else None)
             outcome = rec.reconcile()
             current = obj.get("status") or {}

@@ -399,6 +399,11 @@ class BackupReconciler:
                         {**ready, "message": msg}], self.generation, eb._rfc3339(self.now))
             if self.status.get("phase") is None:
                 out["phase"] = "Pending"
+            if self.spec.get("schedule") and not k8s_conditions.get(out.get("conditions"), eb.CONDITION_READY):
+                nxt = out.get("nextScheduleTime") or "never (the schedule does not fire)"
+                out["conditions"] = k8s_conditions.merge(out.get("conditions"), [
+                    {"type": eb.CONDITION_READY, "status": "False", "reason": "Scheduled",
+                     "message": f"no backup yet; the first is due at {nxt}"}], self.generation, eb._rfc3339(self.now))
             return Outcome(out)
         try:
             plan = eb.backup_plan(self.backup, karmada, scheduled_time=decision.scheduled_time
@@ -410,6 +415,13 @@ class BackupReconciler:
         ok, why = etcd_ready(karmada or {})
         if not ok:
             return self._pending("EtcdNotReady", f"waiting to back up: {why}")
+        if plan["storage"]["type"] == "pvc" and \
+                self.kube.get("v1", "PersistentVolumeClaim", plan["storage"]["claimName"], self.ns) is None:
+            return self._pending("VolumeNotFound", f"spec.storage.pvc.claimName: PersistentVolumeClaim "
+                                                   f"{self.ns}/{plan['storage']['claimName']} does not exist")
+        if not self.image:
+            return self._pending("NoJobImage", "the operator does not know its image for the backup Job: set "
+                                               "KARMADA_OPERATOR_IMAGE in its Deployment")
         if self.spec.get("schedule"):
             waiting = self._on_demand_waiting()
             if waiting:  # a frequent schedule would otherwise take the lock back every tick

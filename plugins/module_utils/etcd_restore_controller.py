@@ -172,6 +172,9 @@ class RestoreReconciler:
                 return self._failed("TargetHasData", f"volume {member['pvc']} of {member['name']} exists and was not "
                                     "made by this restore: it may hold etcd data; delete it or restore into a new "
                                     "KarmadaDeployment")
+        if not self.image:
+            return self._failed("NoJobImage", "the operator does not know its image for the restore Jobs: set "
+                                              "KARMADA_OPERATOR_IMAGE in its Deployment")
         problem = self._seed_pki(plan)
         if problem:
             return self._failed(*problem)

@@ -254,12 +254,27 @@ KARMADA_KINDS = ["clusters.cluster.karmada.io", "propagationpolicies.policy.karm
                  "works.work.karmada.io"]
 
 
+def comparable_spec(kind: str, spec: dict) -> dict:
+    """What must be equal between the source and the restored plane. Policies and Clusters: the
+    whole spec. A ResourceBinding names its resource's resourceVersion, an etcd revision, which
+    the restore bumps on purpose. A Work's manifests carry annotations and defaults that each
+    plane's controllers write on their own schedule: the objects it carries (kind, namespace,
+    name) must be the same."""
+    if kind == "resourcebindings.work.karmada.io":
+        spec = {**spec, "resource": {k: v for k, v in spec.get("resource", {}).items() if k != "resourceVersion"}}
+    if kind == "works.work.karmada.io":
+        return {"manifests": sorted((m.get("apiVersion"), m.get("kind"), m.get("metadata", {}).get("namespace", ""),
+                                     m["metadata"]["name"]) for m in spec.get("workload", {}).get("manifests", []))}
+    return spec
+
+
 def karmada_objects(fleet: Deployment, kubeconfig: Path | None = None) -> dict[str, dict[str, dict]]:
-    """Name -> spec of each Karmada kind, read through karmada-apiserver."""
+    """Name -> comparable spec of each Karmada kind, read through karmada-apiserver."""
     out = {}
     for kind in KARMADA_KINDS:
         items = yaml.safe_load(fleet.karmadactl("get", kind, "-A", "-o", "yaml", kubeconfig=kubeconfig).stdout)["items"]
-        out[kind] = {f"{i['metadata'].get('namespace', '')}/{i['metadata']['name']}": i.get("spec", {}) for i in items}
+        out[kind] = {f"{i['metadata'].get('namespace', '')}/{i['metadata']['name']}":
+                     comparable_spec(kind, i.get("spec", {})) for i in items}
     return out
 
 

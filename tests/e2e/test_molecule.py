@@ -5,7 +5,7 @@ does) and molecule runs the default scenario as a subprocess: prepare installs t
 converge applies config/samples and waits for Ready, verify checks the KarmadaDeployment is
 Ready for its generation and that karmada-apiserver answers to the generated admin kubeconfig
 (through the Service's ClusterIP, which this node routes), and that the EtcdBackup/EtcdRestore
-stubs say so; destroy deletes the samples. The second test shows verify failing on a
+samples say what they wait for; destroy deletes the samples. The second test shows verify failing on a
 KarmadaDeployment that is not Ready for its current generation.
 
 This machine cannot reach GitHub: KARMADA_SAMPLE_SPEC points spec.crds at Karmada's CRDs

@@ -137,11 +137,15 @@ def test_the_gate_holds_the_karmada_back_until_seeded():
 
 def test_verification_lists_every_difference():
     snap = {"revision": 900, "keys": 500, "counts": {"clusters": 2, "works": 10, "namespaces": 6}}
-    seeded = [{"snapshot": {"totalKey": 700}, "restored": {"revision": 1_000_000_900, "totalKey": 700}}] * 3
+    # the revision bump adds one empty entry to the key bucket
+    seeded = [{"snapshot": {"totalKey": 700}, "restored": {"revision": 1_000_000_900, "totalKey": 701}}] * 3
     ok = er.verification(snap, seeded, {"clusters": 2, "works": 10, "namespaces": 6}, 1_000_000_000)
     assert ok["differences"] == [] and ok["restoredRevision"] == 1_000_000_900
     bad = er.verification(snap, seeded, {"clusters": 1, "works": 10, "namespaces": 6}, 1_000_000_000)
     assert bad["differences"] == ["clusters: 2 in the snapshot, 1 served by the restored karmada-apiserver"]
-    low = er.verification(snap, [{"snapshot": {"totalKey": 700}, "restored": {"revision": 950, "totalKey": 700}}],
+    low = er.verification(snap, [{"snapshot": {"totalKey": 700}, "restored": {"revision": 950, "totalKey": 701}}],
                           {}, 1_000_000_000)
     assert "below the snapshot's 900 plus the bump" in low["differences"][0]
+    lost = er.verification(snap, [{"snapshot": {"totalKey": 700}, "restored": {"revision": 1_000_000_900,
+                                                                               "totalKey": 650}}], {}, 1_000_000_000)
+    assert "keys in the snapshot [700]" in lost["differences"][0]
