@@ -63,7 +63,11 @@ lint: setup ## Static checks: ansible-lint, yamllint, shellcheck, ruff, syntax-c
 
 .PHONY: test
 test: setup testenv-bin lint ## The test command: lint, then every pytest tier (unit, plugin, end-to-end).
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "not extended" $(PYTEST_ARGS)
+
+.PHONY: test-extended
+test-extended: setup testenv-bin ## The slow end-to-end scenarios (backup and restore with members); run before resolving their issues.
+	$(PY) -m pytest tests -m extended $(PYTEST_ARGS)
 
 .PHONY: unit
 unit: setup ## Unit tests only (no processes started).
@@ -71,7 +75,7 @@ unit: setup ## Unit tests only (no processes started).
 
 .PHONY: e2e
 e2e: setup testenv-bin ## Tier-3 tests on the local host cluster built by hack/testenv.
-	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
+	$(PY) -m pytest tests/e2e -m "not extended" $(PYTEST_ARGS)
 
 .PHONY: bench
 bench: setup testenv-bin ## Benchmarks; print figures and append them to benchmarks/results.md.
