@@ -189,7 +189,7 @@ def backup_plan(backup_cr: Mapping[str, Any], karmada_cr: Mapping[str, Any] | No
         "retention": {"maxBackups": max_backups},
         "schedule": {"cron": schedule, "timeZone": time_zone, "suspend": bool(spec.get("suspend", False))},
         "lock": lease_name(kplan),
-        "jobName": job_name(name, when),
+        "jobName": job_name(name, when, seconds=scheduled_time is None),
     }
     return plan
 
@@ -268,10 +268,11 @@ def storage_plan(storage: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def job_name(backup_name: str, when: datetime) -> str:
+def job_name(backup_name: str, when: datetime, seconds: bool = False) -> str:
     """``<backup>-<UTC minute>``: one Job per tick (a second create of the same tick fails
-    with AlreadyExists instead of running twice); shortened with a hash to stay <= 63."""
-    stamp = when.astimezone(UTC).strftime("%Y%m%d%H%M")
+    with AlreadyExists instead of running twice); ``seconds`` for on-demand runs, whose retries
+    may come within one minute; shortened with a hash to stay <= 63."""
+    stamp = when.astimezone(UTC).strftime("%Y%m%d%H%M%S" if seconds else "%Y%m%d%H%M")
     name = f"{backup_name}-{stamp}"
     if len(name) <= 63:
         return name

@@ -293,6 +293,11 @@ class BackupReconciler:
         holder = eb.lease_holder(plan)
         lease = self.kube.get("coordination.k8s.io/v1", "Lease", lock["name"], lock["namespace"])
         decision = eb.lease_decision(lease, holder, self.now)
+        held_by = ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
+        if not decision.acquired and held_by.startswith(f"{self.ns}/{self.name}/"):
+            # Held for a run of this very EtcdBackup, none of whose Jobs runs (checked before
+            # this): left over by a pass that was cut short. Ours to take.
+            decision = eb.LeaseDecision("take")
         if not decision.acquired:
             return decision
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -435,8 +440,14 @@ class BackupReconciler:
         try:
             (self.creator or self.kube).create(job)
         except KubeError as exc:
-            if exc.status != 409:  # AlreadyExists: this tick's Job was made by an earlier pass
+            if exc.status != 409:
                 raise
+            # AlreadyExists: this tick's Job was made by an earlier pass. Still running: report
+            # it (below). Already recorded: the tick ran; free the lock taken just now.
+            existing = self.kube.get("batch/v1", "Job", plan["jobName"], self.ns) or {}
+            if (existing.get("metadata", {}).get("labels") or {}).get(LABEL_RECORDED) == "true":
+                self._release({"metadata": {"annotations": {ANN_HOLDER: eb.lease_holder(plan)}}}, plan["lock"])
+                return Outcome(self._status(), action="none")
         scheduled = decision.scheduled_time if self.spec.get("schedule") else None
         out = self._status(running=True, scheduled_time=scheduled)
         out["activeJob"] = plan["jobName"]

@@ -137,6 +137,9 @@ def test_plan_surfaces_a_broken_karmada_deployment_as_its_own_reason():
 
 def test_job_names_are_per_minute_and_fit_a_label():
     assert eb.job_name("nightly", utc(2026, 5, 1, 3, 4, 59)) == "nightly-202605010304"
+    # on demand: a retry within the same minute gets its own Job
+    assert eb.job_name("nightly", utc(2026, 5, 1, 3, 4, 59), seconds=True) == "nightly-20260501030459"
+    assert len(eb.job_name("b" * 63, utc(2026, 5, 1, 3, 4), seconds=True)) <= 63
     long = eb.job_name("b" * 63, utc(2026, 5, 1, 3, 4))
     assert len(long) <= 63 and long.endswith("-202605010304")
     assert long != eb.job_name("b" * 62 + "c", utc(2026, 5, 1, 3, 4))
