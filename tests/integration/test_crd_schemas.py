@@ -256,6 +256,17 @@ BROKEN = [
      ["spec.source.location", "must not contain '..' path segments"]),
     ("restore-s3-location-dotdot", "EtcdRestore", {"spec.source": {"location": "s3://bucket/a/../../b.db"}},
      ["spec.source.location", "must not contain '..' path segments"]),
+    ("restore-s3-location-without-connection", "EtcdRestore", {"spec.source": {"location": "s3://bucket/dc1/x.db"}},
+     ["spec.source.location", "needs source.s3"]),
+    ("restore-s3-connection-with-pvc-location", "EtcdRestore",
+     {"spec.source": {"location": "pvc://etcd-backups/x.db",
+                      "s3": {"endpoint": "https://s3.example", "credentialsSecretRef": {"name": "c"}}}},
+     ["spec.source.s3", "goes with an s3:// source.location"]),
+    ("restore-s3-connection-without-credentials", "EtcdRestore",
+     {"spec.source": {"location": "s3://bucket/x.db", "s3": {"endpoint": "https://s3.example"}}},
+     ["spec.source.s3.credentialsSecretRef", "Required value"]),
+    ("restore-pki-without-name", "EtcdRestore", {"spec.pki": {"secretRef": {}}},
+     ["spec.pki.secretRef.name", "Required value"]),
 ]
 
 
@@ -302,6 +313,10 @@ ACCEPTED = [
                               "caSecretRef": {"name": "s3-ca"}}}}),
     ("subpath-with-dots-in-names", "EtcdBackup", {"spec.storage.pvc.subPath": "karmada/..backups/v1..2"}),
     ("restore-location", "EtcdRestore", {"spec.source": {"location": "pvc://etcd-backups/karmada/x..db"}}),
+    ("restore-s3-location", "EtcdRestore",
+     {"spec.source": {"location": "s3://bucket/dc1/x.db",
+                      "s3": {"endpoint": "https://s3.example", "credentialsSecretRef": {"name": "c"}}}}),
+    ("restore-with-source-pki", "EtcdRestore", {"spec.pki": {"secretRef": {"name": "source-pki"}}}),
 ]
 
 
