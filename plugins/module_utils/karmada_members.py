@@ -183,7 +183,7 @@ def build_inventory(deployments: list[dict[str, Any]]) -> MemberInventory:
     """Hosts and groups for every member of every KarmadaDeployment given.
 
     A deployment with a deletionTimestamp contributes only its registered members, all to
-    ``del_member``. Deployments without a name or namespace and member entries without a name are skipped;
+    ``del_member`` (none with deletionPolicy Retain). Deployments without a name or namespace and member entries without a name are skipped;
     order is stable (deployments by namespace/name, members in spec then status order).
     """
     inventory = MemberInventory()
@@ -196,8 +196,13 @@ def build_inventory(deployments: list[dict[str, Any]]) -> MemberInventory:
         dep_group = groups_of[(owner["namespace"], owner["name"])]
         inventory.groups.setdefault(dep_group, [])
         # A KarmadaDeployment being deleted keeps no member: every registered one is unjoined
-        # (its finalizer runs the member plays before the control plane goes).
+        # (its finalizer runs the member plays before the control plane goes). Unless its
+        # deletionPolicy is Retain: the memberships stay, with the kept etcd data (after a
+        # restore elsewhere they belong to the new plane). Also in a normal run that sees the
+        # deletion start while it goes on.
         deleting = bool((deployment.get("metadata") or {}).get("deletionTimestamp"))
+        if deleting and ((deployment.get("spec") or {}).get("deletionPolicy") or "Delete") == "Retain":
+            continue
         spec_members = [] if deleting else _unique_names((deployment.get("spec") or {}).get("members") or [])
         status_members = {e["name"]: e for e in _unique_names((deployment.get("status") or {}).get("members") or [])}
         for member in spec_members:

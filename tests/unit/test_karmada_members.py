@@ -119,6 +119,15 @@ def test_a_deployment_being_deleted_unjoins_every_registered_member():
     assert inv.hosts["karmada-system/karmada/kept"]["karmada_member_action"] == "delete"
 
 
+def test_a_deployment_deleted_with_retain_leaves_every_member_joined():
+    kept = member("kept")
+    dep = deployment(members=[kept], status_members=[joined(kept)])
+    dep["spec"]["deletionPolicy"] = "Retain"
+    dep["metadata"]["deletionTimestamp"] = "2026-12-01T05:00:00Z"
+    inv = km.build_inventory([dep])
+    assert inv.groups["del_member"] == [] and inv.groups["add_member"] == [] and inv.hosts == {}
+
+
 @pytest.mark.parametrize("state", ["Joined", "Joining", "Unjoining", "Failed"])
 def test_every_registered_state_is_unjoined_when_removed(state):
     inv = km.build_inventory([deployment(status_members=[{"name": "m", "state": state}])])
