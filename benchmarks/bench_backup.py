@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,12 +134,20 @@ def main() -> int:
         rplan = plan_restore(str(root / "staging" / snap["name"]),
                              [{**m, "data_dir": str(root / m["name"] / "data")} for m in members], str(root),
                              cluster_token="bench", bump_revision=BUMP, mark_compacted=True)
-        with backup_job.open_store({"storage": storage}, env) as store:
-            for m in rplan.members:
-                restore_job.restore_member({"storage": storage, "snapshot": {
-                    "name": snap["name"], "sha256": snap["sha256"], "path": str(root / "staging" / snap["name"])},
-                    "member": {"name": m.name, "dataDir": m.data_dir, "argv": m.restore_argv}},
+        def one(m) -> dict:  # one member's Job: its own store client and its own download
+            with backup_job.open_store({"storage": storage}, env) as store:
+                staged = root / m.name / "staging" / snap["name"]
+                return restore_job.restore_member({"storage": storage, "snapshot": {
+                    "name": snap["name"], "sha256": snap["sha256"], "path": str(staged)},
+                    "member": {"name": m.name, "dataDir": m.data_dir,
+                               "argv": [a if a != str(root / "staging" / snap["name"]) else str(staged)
+                                        for a in m.restore_argv]}},
                     store, str(BIN / "etcdutl"))
+
+        # The three Jobs run at once in the cluster (each on its member's node); so do they here.
+        with ThreadPoolExecutor(MEMBERS) as pool:
+            results = list(pool.map(one, rplan.members))
+        assert all(r["ok"] for r in results)
         shutil.rmtree(root)
 
     def restore_raw() -> None:
@@ -157,12 +166,12 @@ def main() -> int:
     try:
         t_raw, _ = best(runs, restore_raw)
         t_rest, _ = best(runs, restore_ours)
-        print(f"restore 3 members  ours (restore Job code x3: download+sha256, trailer, etcdutl restore, "
-              f"status): {t_rest:6.2f}s")
+        print(f"restore 3 members  ours (3 restore Jobs' code at once: download+sha256, trailer, etcdutl "
+              f"restore, status): {t_rest:6.2f}s")
         print(f"restore 3 members  boto3 download_file + etcdutl snapshot restore x3:                    "
               f"{t_raw:6.2f}s")
-        print(f"restore 3 members  ratio ours/raw: {t_rest / t_raw:.2f}x time (each member's Job downloads its "
-              "own copy: in the cluster they run in parallel on their nodes)")
+        print(f"restore 3 members  ratio ours/raw: {t_rest / t_raw:.2f}x time (ours downloads and checks a copy "
+              "per member, as each member's Job does on its own node; here all on one machine)")
     finally:
         s3.stop()
         if not os.environ.get("ETCD_BENCH_WORKDIR"):
