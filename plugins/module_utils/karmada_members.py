@@ -183,8 +183,9 @@ def build_inventory(deployments: list[dict[str, Any]]) -> MemberInventory:
     """Hosts and groups for every member of every KarmadaDeployment given.
 
     A deployment with a deletionTimestamp contributes only its registered members, all to
-    ``del_member`` (none with deletionPolicy Retain). Deployments without a name or namespace and member entries without a name are skipped;
-    order is stable (deployments by namespace/name, members in spec then status order).
+    ``del_member`` (none with deletionPolicy Retain). Deployments without a name or namespace
+    and member entries without a name are skipped; order is stable (deployments by
+    namespace/name, members in spec then status order).
     """
     inventory = MemberInventory()
     for group in (ADD_GROUP, DEL_GROUP, JOINED_GROUP):
