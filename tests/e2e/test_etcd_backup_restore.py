@@ -25,7 +25,7 @@ from support.s3_server import start_s3_server
 from support.testenv import HostCluster, MemberCluster, settings
 from support.waiting import condition, crds_established, wait_for
 
-# About 29 minutes with its own Karmada, two members and a restored second plane: in
+# About 25 minutes with its own Karmada, two members and a restored second plane: in
 # `make test-extended`, not in `make test` (docs/testing.md).
 pytestmark = [pytest.mark.e2e, pytest.mark.extended]
 
