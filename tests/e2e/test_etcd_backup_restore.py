@@ -10,6 +10,7 @@ schedule keeps exactly maxBackups, and bad credentials fail with a reason and ar
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import time
 from pathlib import Path
@@ -46,6 +47,7 @@ class Env:
     def __init__(self, host: HostCluster, fleet: Deployment, s3, operator: OperatorProcess):
         self.host, self.fleet, self.s3, self.operator = host, fleet, s3, operator
         self.schedule_bucket = ""
+        self.source_spec: dict = {}
         self.members: dict[str, MemberCluster] = {}
 
     def apply(self, doc: dict) -> None:
@@ -142,6 +144,7 @@ def env(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_pat
     fleet.wait_for(lambda: bookinfo_running(members["member1"]) and bookinfo_running(members["member3"]), 600,
                    "bookinfo running on member1 and member3")
     e.members = members
+    e.source_spec = fleet.get()["spec"]
     for i in range(20):
         fleet.karmadactl("create", "configmap", f"payload-{i}", "-n", "default", f"--from-literal=i={i}",
                          check=False)
@@ -291,8 +294,7 @@ def restore_cr(name: str, target: str, source: dict, **spec) -> dict:
 
 
 def target_cr(env: Env, name: str) -> dict:
-    cr = env.fleet.get()
-    spec = cr["spec"]
+    spec = copy.deepcopy(env.source_spec)  # the source's spec (the source itself is gone later)
     spec["etcd"]["local"] = {"replicas": 1, "storage": {"type": "PersistentVolumeClaim", "size": "1Gi",
                                                         "storageClassName": "standard"}}
     return {"apiVersion": API, "kind": "KarmadaDeployment", "metadata": {"name": name, "namespace": TARGET_NS},
