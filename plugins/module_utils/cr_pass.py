@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +25,16 @@ COMMON_ARGS: dict[str, Any] = {
     "image_pull_policy": {"type": "str", "default": "IfNotPresent", "choices": ["Always", "IfNotPresent", "Never"]},
     "kubeconfig": {"type": "path"},
 }
+
+
+@dataclass
+class Outcome:
+    """What one reconcile pass did: the status to write, Events, and a summary (``action``)."""
+
+    status: dict[str, Any]
+    events: list[dict[str, str]] = field(default_factory=list)
+    action: str = "none"
+    changed: bool = False
 
 
 def event_object(obj: Mapping[str, Any], event: Mapping[str, str], now: datetime) -> dict[str, Any]:

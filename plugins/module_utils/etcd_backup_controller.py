@@ -27,10 +27,12 @@ from typing import Any
 try:  # as Ansible ships it to a module
     from ansible.module_utils import etcd_backup as eb
     from ansible.module_utils import k8s_conditions
+    from ansible.module_utils.cr_pass import Outcome
     from ansible.module_utils.karmada_kube import Kube, KubeError
 except ImportError:  # as plain Python (tests)
     import etcd_backup as eb  # type: ignore[no-redef]
     import k8s_conditions  # type: ignore[no-redef]
+    from cr_pass import Outcome  # type: ignore[no-redef]
     from karmada_kube import Kube, KubeError  # type: ignore[no-redef]
 
 API_VERSION = "operator.karmada.io/v1alpha1"
@@ -204,16 +206,6 @@ def etcd_ready(karmada: Mapping[str, Any]) -> tuple[bool, str]:
 
 
 # --------------------------------------------------------------------------- the pass
-
-
-@dataclass
-class Outcome:
-    """What one pass did: the status to write (``status``), Events, and a summary."""
-
-    status: dict[str, Any]
-    events: list[dict[str, str]] = field(default_factory=list)
-    action: str = "none"
-    changed: bool = False
 
 
 def _now() -> datetime:

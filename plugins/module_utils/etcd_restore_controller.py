@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,12 +25,14 @@ try:  # as Ansible ships it to a module
     from ansible.module_utils import etcd_backup as eb
     from ansible.module_utils import etcd_restore as er
     from ansible.module_utils import k8s_conditions
+    from ansible.module_utils.cr_pass import Outcome
     from ansible.module_utils.etcd_backup_controller import job_finished, result_line
     from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError, load_kubeconfig_text
 except ImportError:  # as plain Python (tests)
     import etcd_backup as eb  # type: ignore[no-redef]
     import etcd_restore as er  # type: ignore[no-redef]
     import k8s_conditions  # type: ignore[no-redef]
+    from cr_pass import Outcome  # type: ignore[no-redef]
     from etcd_backup_controller import job_finished, result_line  # type: ignore[no-redef]
     from karmada_kube import Kube, KubeConfigError, KubeError, load_kubeconfig_text  # type: ignore[no-redef]
 
@@ -39,16 +40,7 @@ SEEDED, VERIFIED, READY = "Seeded", "Verified", "Ready"
 VERIFY_WINDOW = timedelta(minutes=5)  # differences may be Karmada's controllers still settling
 
 
-def _rfc3339(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass
-class Outcome:
-    status: dict[str, Any]
-    events: list[dict[str, str]] = field(default_factory=list)
-    action: str = "none"
-    changed: bool = False
+_rfc3339 = eb._rfc3339
 
 
 class RestoreReconciler:
