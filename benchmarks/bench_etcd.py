@@ -37,11 +37,12 @@ VALUE_SIZE = 64 * 1024
 PER_TXN = 48  # ~3 MB of values per transaction, ~4.2 MB as base64 JSON
 
 
-def fill(client, megabytes: int) -> int:
+def fill(client, megabytes: int, per_txn: int = PER_TXN) -> int:
+    """``per_txn`` values per transaction: keep it under the server's --max-request-bytes."""
     count = max(1, megabytes * 1024 * 1024 // VALUE_SIZE)
     blob = os.urandom(VALUE_SIZE)
-    for start in range(0, count, PER_TXN):
-        end = min(count, start + PER_TXN)
+    for start in range(0, count, per_txn):
+        end = min(count, start + per_txn)
         # vary each value a little so bbolt does not see identical pages
         client.put_many(
             (f"bench/{i:08d}".encode(), i.to_bytes(8, "big") + blob[8:]) for i in range(start, end)

@@ -8,12 +8,14 @@ stopping at the first problem with nothing written into the member's data direct
 2. the snapshot's metadata is read from the store; when the EtcdRestore expected a sha256
    (the EtcdBackup's status) it must match (``IntegrityCheckFailed``);
 3. the snapshot is downloaded into the staging directory and its sha256 checked against the
-   store's record on the way (a flipped byte: ``IntegrityCheckFailed``, no file kept), then
-   etcd's own trailer (``SnapshotCorrupted``);
+   store's record on the way (a flipped byte: ``IntegrityCheckFailed``, no file kept);
 4. ``etcdutl snapshot restore`` as planned (member name, peer URL, cluster, token,
    ``--bump-revision``, ``--mark-compacted``) into a temporary directory beside the data
-   directory, renamed into place only when it succeeded;
-5. ``etcdutl snapshot status`` of the snapshot and of the restored database, for the report.
+   directory, renamed into place only when it succeeded. etcdutl checks etcd's own sha256
+   trailer before it writes anything (a snapshot corrupted before it was stored:
+   ``SnapshotCorrupted``); we do not read the file a second time for that;
+5. ``etcdutl snapshot status`` of the snapshot (read while the restore runs: both only read
+   the staged file) and of the restored database, for the report.
 
 Output: one JSON line on stdout (and in ``ETCD_RESTORE_RESULT_FILE`` when it fits):
 ``{"ok": true, "member", "snapshot": {...}, "restored": {...}}`` or ``{"ok": false, "reason",
@@ -29,19 +31,22 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 try:
     from ansible.module_utils import etcd_backup_job as backup_job
     from ansible.module_utils import etcd_backup_store as store_lib
-    from ansible.module_utils.etcd_snapshots import EtcdSnapshotError, verify_snapshot
+    from ansible.module_utils.etcd_snapshots import HASH_SIZE
 except ImportError:
     import etcd_backup_job as backup_job  # type: ignore[no-redef]
     import etcd_backup_store as store_lib  # type: ignore[no-redef]
-    from etcd_snapshots import EtcdSnapshotError, verify_snapshot  # type: ignore[no-redef]
+    from etcd_snapshots import HASH_SIZE  # type: ignore[no-redef]
 
 PLAN_FORMAT = 1
+# What etcdutl prints when a snapshot's trailer does not match its content.
+HASH_MISMATCH = "expected sha256"
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
 
@@ -75,20 +80,27 @@ def restore_member(plan: Mapping[str, Any], store: store_lib.SnapshotStore, etcd
     staged = Path(snap["path"])
     try:
         store.fetch_to_file(snap["name"], staged)  # sha256 checked against the store's record on the way
-        try:
-            verify_snapshot(staged)  # etcd's trailer
-        except EtcdSnapshotError as exc:
-            raise RestoreFailed(str(exc), "SnapshotCorrupted", EXIT_INVALID) from exc
-        before = etcdutl_status(etcdutl, staged)
+        size = staged.stat().st_size
+        if size <= HASH_SIZE or size % 512 != HASH_SIZE:
+            raise RestoreFailed(f"snapshot {snap['name']} is {size} bytes, not an etcd database plus its 32-byte "
+                                "sha256 trailer: it was cut or is not a snapshot", "SnapshotCorrupted", EXIT_INVALID)
         work = data_dir.with_name(f".{data_dir.name}.restoring")
         shutil.rmtree(work, ignore_errors=True)
         argv = list(member["argv"])
         argv[0] = etcdutl
         argv[argv.index("--data-dir") + 1] = str(work)
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=3600, check=False)
-        if proc.returncode != 0:
-            shutil.rmtree(work, ignore_errors=True)
-            raise RestoreFailed(f"etcdutl snapshot restore failed: {proc.stderr.strip()[-800:]}", "RestoreFailed")
+        with ThreadPoolExecutor(1) as pool:
+            status = pool.submit(etcdutl_status, etcdutl, staged)
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=3600, check=False)
+            if proc.returncode != 0:
+                shutil.rmtree(work, ignore_errors=True)
+                error = proc.stderr.strip()[-800:]
+                if HASH_MISMATCH in error:
+                    raise RestoreFailed(f"snapshot {snap['name']} fails etcd's own sha256 check (it was corrupted "
+                                        f"before it was stored); use another backup: {error}", "SnapshotCorrupted",
+                                        EXIT_INVALID)
+                raise RestoreFailed(f"etcdutl snapshot restore failed: {error}", "RestoreFailed")
+            before = status.result()
         if data_dir.exists():
             data_dir.rmdir()  # empty (checked above)
         os.replace(work, data_dir)

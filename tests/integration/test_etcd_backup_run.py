@@ -363,5 +363,33 @@ def test_restore_job_refuses_a_flipped_byte_and_a_member_that_has_data(etcd, bin
         assert err.value.reason == "TargetHasData"
 
 
+def test_restore_job_refuses_a_snapshot_corrupted_before_it_was_stored(etcd, bin_path, tmp_path):
+    """The store's record matches the file, but etcd's own trailer does not: etcdutl finds it."""
+    import hashlib
+    import json
+
+    import etcd_restore_job as rjob
+
+    store_root = tmp_path / "pvc"
+    store_root.mkdir()
+    plan = volume_plan(etcd, store_root)
+    with SnapshotStore_from(plan) as store:
+        info = eb.run_backup(plan, etcd.client(timeout=30), store).snapshot
+        folder = store_root / "karmada"
+        raw = bytearray((folder / info.name).read_bytes())
+        raw[len(raw) // 2] ^= 0x01
+        (folder / "corrupt.db").write_bytes(bytes(raw))
+        meta = json.loads((folder / f"{info.name}.meta.json").read_text().replace(info.name, "corrupt.db"))
+        meta["sha256"] = hashlib.sha256(raw).hexdigest()
+        (folder / "corrupt.db.meta.json").write_text(json.dumps(meta))
+        _, plans = _restore_member_plans(etcd, "corrupt.db", meta["sha256"], plan["storage"], tmp_path / "seed",
+                                         members=1)
+        with pytest.raises(rjob.RestoreFailed) as err:
+            rjob.restore_member(plans[0], store, bin_path("etcdutl"))
+    assert err.value.reason == "SnapshotCorrupted" and err.value.code == rjob.EXIT_INVALID, err.value
+    assert not Path(plans[0]["member"]["dataDir"]).exists()  # nothing written
+    assert not [p for p in (tmp_path / "seed").rglob("*") if p.is_file()]  # no staged copy, no half restore
+
+
 def SnapshotStore_from(plan: dict) -> SnapshotStore:  # noqa: N802 - reads like the type it returns
     return job.open_store(plan, {})
