@@ -262,11 +262,13 @@ KARMADA_KINDS = ["clusters.cluster.karmada.io", "propagationpolicies.policy.karm
 def comparable_spec(kind: str, spec: dict) -> dict:
     """What must be equal between the source and the restored plane. Policies and Clusters: the
     whole spec. A ResourceBinding names its resource's resourceVersion, an etcd revision, which
-    the restore bumps on purpose. A Work's manifests carry annotations and defaults that each
+    the restore bumps on purpose, and its target clusters are a set: the restored plane's
+    scheduler may write the same placement in another order. A Work's manifests carry annotations and defaults that each
     plane's controllers write on their own schedule: the objects it carries (kind, namespace,
     name) must be the same."""
     if kind == "resourcebindings.work.karmada.io":
-        spec = {**spec, "resource": {k: v for k, v in spec.get("resource", {}).items() if k != "resourceVersion"}}
+        spec = {**spec, "resource": {k: v for k, v in spec.get("resource", {}).items() if k != "resourceVersion"},
+                "clusters": sorted(spec.get("clusters") or [], key=lambda c: c["name"])}
     if kind == "works.work.karmada.io":
         return {"manifests": sorted((m.get("apiVersion"), m.get("kind"), m.get("metadata", {}).get("namespace", ""),
                                      m["metadata"]["name"]) for m in spec.get("workload", {}).get("manifests", []))}
