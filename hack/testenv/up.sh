@@ -4,6 +4,13 @@
 # CNI bridge, kube-proxy (iptables), CoreDNS and two storage classes. Idempotent: what
 # runs already is left alone. Needs root. Logs: $KO_LOGS; kubeconfig: kubeconfig.sh.
 set -euo pipefail
+# The daemons started here must not inherit the caller's descriptors: under
+# `flock /tmp/ko/e2e.lock hack/testenv/up.sh` etcd, containerd and the kubelet would hold the
+# lock for as long as they run. (255 is bash's own handle on this script.)
+for fd in "/proc/$$/fd"/*; do
+  fd=${fd##*/}
+  if [ "$fd" -gt 2 ] && [ "$fd" -lt 255 ]; then eval "exec $fd>&-"; fi
+done
 # shellcheck source=hack/testenv/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 # shellcheck source=hack/testenv/pki.sh
