@@ -18,6 +18,9 @@ _MODULE_UTILS = str(Path(__file__).resolve().parents[2] / "plugins" / "module_ut
 if _MODULE_UTILS not in sys.path:
     sys.path.insert(0, _MODULE_UTILS)
 import karmada_components as registry  # noqa: E402
+import karmada_pki as pki  # noqa: E402
+
+DURATION = pki.DURATION_PATTERN
 
 GROUP = "operator.karmada.io"
 VERSION = "v1alpha1"
@@ -445,11 +448,17 @@ def certificates_schema() -> Schema:
         "The PKI the operator generates, stores in Secrets (kubeadm file names) and rotates.",
         {
             "caValidityDays": s("Validity of the generated CAs, in days.", "integer", minimum=1, maximum=36500,
-                                default=3650),
+                                default=pki.DEFAULT_CA_DAYS),
             "leafValidityDays": s("Validity of leaf certificates, in days.", "integer", minimum=1, maximum=3650,
-                                  default=365),
+                                  default=pki.DEFAULT_LEAF_DAYS),
             "renewBeforeDays": s("Re-issue a certificate this many days before it expires.", "integer",
-                                 minimum=1, maximum=3649, default=30),
+                                 minimum=1, maximum=3649, default=pki.DEFAULT_RENEW_DAYS),
+            "leafValidity": s("Validity of leaf certificates as a duration (e.g. 8760h, 20m; hours, minutes, "
+                              "seconds); when set it wins over leafValidityDays. At least 5m.",
+                              pattern=DURATION, maxLength=32),
+            "renewBefore": s("Re-issue a certificate this long before it expires, as a duration (e.g. 720h, "
+                             "15m); when set it wins over renewBeforeDays. At least 1m.",
+                             pattern=DURATION, maxLength=32),
             "keyAlgorithm": s("Key type of generated keys.", enum=["RSA", "ECDSA"], default="RSA"),
             "keySize": s("RSA: 2048, 3072 or 4096 bits (default 3072). ECDSA: curve size 256 or 384 "
                          "(default 256).", "integer", enum=[256, 384, 2048, 3072, 4096]),
@@ -468,9 +477,23 @@ def certificates_schema() -> Schema:
                 "self.leafValidityDays <= self.caValidityDays",
                 "leafValidityDays must not exceed caValidityDays: a leaf cannot outlive its CA",
                 fieldPath=".leafValidityDays"),
-            cel("!has(self.renewBeforeDays) || !has(self.leafValidityDays) || "
-                "self.renewBeforeDays < self.leafValidityDays",
+            cel("!has(self.renewBeforeDays) || !has(self.leafValidityDays) || has(self.leafValidity) || "
+                "has(self.renewBefore) || self.renewBeforeDays < self.leafValidityDays",
                 "renewBeforeDays must be less than leafValidityDays", fieldPath=".renewBeforeDays"),
+            cel("!has(self.leafValidity) || duration(self.leafValidity) >= duration('5m')",
+                "leafValidity must be at least 5m", fieldPath=".leafValidity"),
+            cel("!has(self.renewBefore) || duration(self.renewBefore) >= duration('1m')",
+                "renewBefore must be at least 1m", fieldPath=".renewBefore"),
+            cel("!has(self.leafValidity) || !has(self.caValidityDays) || "
+                "duration(self.leafValidity).getSeconds() <= self.caValidityDays * 86400",
+                "leafValidity must not exceed caValidityDays: a leaf cannot outlive its CA",
+                fieldPath=".leafValidity"),
+            cel("(has(self.renewBefore) ? duration(self.renewBefore).getSeconds() : "
+                f"(has(self.renewBeforeDays) ? self.renewBeforeDays : {pki.DEFAULT_RENEW_DAYS}) * 86400) < "
+                "(has(self.leafValidity) ? duration(self.leafValidity).getSeconds() : "
+                f"(has(self.leafValidityDays) ? self.leafValidityDays : {pki.DEFAULT_LEAF_DAYS}) * 86400)",
+                "the renewal window (renewBefore or renewBeforeDays) must be shorter than the leaf lifetime "
+                "(leafValidity or leafValidityDays)", fieldPath=".renewBefore"),
         ]},
     )
 

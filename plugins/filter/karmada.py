@@ -18,7 +18,13 @@ if _MODULE_UTILS not in sys.path:
 from etcd_restore import restore_gate  # noqa: E402
 from karmada_kubeconfig import with_server  # noqa: E402
 from karmada_members import members_status  # noqa: E402
-from karmada_observed import component_status, etcd_status, failure_message, pick  # noqa: E402
+from karmada_observed import (  # noqa: E402
+    certificates_condition,
+    component_status,
+    etcd_status,
+    failure_message,
+    pick,
+)
 from karmada_plan import config_hash, mounts_hash  # noqa: E402
 
 
@@ -63,6 +69,7 @@ class FilterModule:
             "karmada_component_status": component_status,
             "karmada_etcd_status": etcd_status,
             "karmada_pick": pick,
+            "karmada_certificates_condition": lambda certs: certificates_condition(_plain(certs or [])),
             "karmada_failure_message": lambda result, task: failure_message(_plain(task), _plain(result or {})),
             "karmada_kind": as_kind,
             "karmada_b64_decode_values": b64_decode_values,

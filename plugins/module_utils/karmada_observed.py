@@ -67,6 +67,20 @@ def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
     return {"endpoints": list(etcd.get("endpoints") or []), "members": members}
 
 
+def certificates_condition(certificates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The CertificatesValid condition after the PKI step: how many, and which expires first.
+
+    ``certificates``: the PKI step's metadata (name, notAfter as RFC 3339 UTC, which sorts).
+    Every one is valid here (the step renews what is inside its window and fails otherwise).
+    """
+    if not certificates:
+        return {"type": "CertificatesValid", "status": "True", "reason": "Issued", "message": "no certificates"}
+    soonest = min(certificates, key=lambda c: (str(c.get("notAfter")), str(c.get("name"))))
+    return {"type": "CertificatesValid", "status": "True", "reason": "Issued",
+            "message": f"{len(certificates)} certificates valid; the soonest to expire is {soonest.get('name')} "
+                       f"at {soonest.get('notAfter')}"}
+
+
 def pick(data: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     return {k: data[k] for k in keys if k in data}
 

@@ -211,23 +211,58 @@ def _key_params(certs: Mapping[str, Any]) -> KeyParams:
     return KeyParams(algorithm, size)
 
 
+# A duration as spec.certificates.leafValidity/renewBefore take it: Go's form restricted to
+# hours, minutes and seconds ("720h", "20m", "1h30m"), which CEL's duration() also reads.
+# Defaults of spec.certificates (the CRD's defaults are generated from these).
+DEFAULT_CA_DAYS, DEFAULT_LEAF_DAYS, DEFAULT_RENEW_DAYS = 3650, 365, 30
+DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(h|m|s))+$"
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(h|m|s)")
+_DURATION_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0}
+
+
+def parse_duration(value: Any, path: str) -> dt.timedelta:
+    text = str(value).strip()
+    if not re.fullmatch(DURATION_PATTERN, text):
+        raise PkiInputError(path, f"{value!r} is not a duration like 720h, 20m or 1h30m")
+    seconds = sum(float(n) * _DURATION_UNIT[u] for n, u in _DURATION_PART.findall(text))
+    if seconds <= 0:
+        raise PkiInputError(path, f"{value!r} must be longer than zero")
+    return dt.timedelta(seconds=seconds)
+
+
+def _human(delta: dt.timedelta) -> str:
+    days, rest = divmod(int(delta.total_seconds()), 86400)
+    return f"{days} days" if not rest else (f"{days}d{rest}s" if days else f"{rest}s")
+
+
 def _validity(certs: Mapping[str, Any]) -> tuple[dt.timedelta, dt.timedelta, dt.timedelta]:
-    ca_days = _positive_int(_get(certs, "caValidityDays", 3650), "certificates.caValidityDays")
-    leaf_days = _positive_int(_get(certs, "leafValidityDays", 365), "certificates.leafValidityDays")
-    renew_days = _positive_int(_get(certs, "renewBeforeDays", 30), "certificates.renewBeforeDays", 0)
-    if leaf_days > ca_days:
+    """CA lifetime, leaf lifetime and renewal window. ``leafValidity``/``renewBefore`` (durations)
+    win over ``leafValidityDays``/``renewBeforeDays`` (which the CRD defaults) when set."""
+    ca = dt.timedelta(days=_positive_int(_get(certs, "caValidityDays", DEFAULT_CA_DAYS), "certificates.caValidityDays"))
+    leaf_field, renew_field = "certificates.leafValidityDays", "certificates.renewBeforeDays"
+    if certs.get("leafValidity") not in (None, ""):
+        leaf_field = "certificates.leafValidity"
+        leaf = parse_duration(certs["leafValidity"], leaf_field)
+    else:
+        leaf = dt.timedelta(days=_positive_int(_get(certs, "leafValidityDays", DEFAULT_LEAF_DAYS), leaf_field))
+    if certs.get("renewBefore") not in (None, ""):
+        renew_field = "certificates.renewBefore"
+        renew = parse_duration(certs["renewBefore"], renew_field)
+    else:
+        renew = dt.timedelta(days=_positive_int(_get(certs, "renewBeforeDays", DEFAULT_RENEW_DAYS), renew_field, 0))
+    if leaf > ca:
         raise PkiInputError(
-            "certificates.leafValidityDays",
-            f"{leaf_days} days would outlive the CA ({ca_days} days, certificates.caValidityDays); "
-            "lower leafValidityDays or raise caValidityDays",
+            leaf_field,
+            f"{_human(leaf)} would outlive the CA ({_human(ca)}, certificates.caValidityDays); "
+            f"lower {leaf_field.split('.')[-1]} or raise caValidityDays",
         )
-    if renew_days >= leaf_days:
+    if renew >= leaf:
         raise PkiInputError(
-            "certificates.renewBeforeDays",
-            f"{renew_days} must be smaller than leafValidityDays ({leaf_days}), "
+            renew_field,
+            f"{_human(renew)} must be shorter than the leaf lifetime ({_human(leaf)}, {leaf_field}), "
             "or every certificate would be re-issued on every reconcile",
         )
-    return dt.timedelta(days=ca_days), dt.timedelta(days=leaf_days), dt.timedelta(days=renew_days)
+    return ca, leaf, renew
 
 
 def _etcd_members(etcd: Mapping[str, Any], name: str) -> tuple[str, ...]:

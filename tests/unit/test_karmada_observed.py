@@ -65,3 +65,12 @@ def test_failure_message_of_a_plain_task_and_its_limit():
         "a step: ValueError: boom"
     assert ko.failure_message("", {"censored": "hidden"}) == "a step: failed"
     assert len(ko.failure_message("T", {"msg": "x" * 5000}, limit=100)) == 100
+
+
+def test_certificates_condition_names_the_soonest_expiry():
+    certs = [{"name": "ca", "notAfter": "2036-01-01T00:00:00Z"},
+             {"name": "apiserver", "notAfter": "2026-12-01T20:40:00Z"},
+             {"name": "karmada-scheduler", "notAfter": "2026-12-01T20:41:00Z"}]
+    cond = ko.certificates_condition(certs)
+    assert (cond["type"], cond["status"], cond["reason"]) == ("CertificatesValid", "True", "Issued")
+    assert cond["message"] == "3 certificates valid; the soonest to expire is apiserver at 2026-12-01T20:40:00Z"

@@ -231,6 +231,25 @@ def test_renewal_when_renew_before_exceeds_remaining():
     assert cert(longer, "apiserver").not_valid_after_utc == NOW + dt.timedelta(days=365)
 
 
+def test_short_lived_leaves_renew_inside_a_duration_window():
+    data = pki_input(certificates={"keyAlgorithm": "ECDSA", "keySize": 256, "leafValidity": "20m",
+                                   "renewBefore": "15m"})
+    first = reconcile(data)
+    assert cert(first, "apiserver").not_valid_after_utc == NOW + dt.timedelta(minutes=20)
+    # 4 minutes in: 16 minutes left, outside the window; 6 minutes in: inside it, every leaf renews
+    assert reconcile(data, existing=first.files, now=NOW + dt.timedelta(minutes=4)).changes == []
+    later = reconcile(data, existing=first.files, now=NOW + dt.timedelta(minutes=6))
+    assert {c["name"] for c in later.changes if c["reasons"] == ["renew-window"]} == set(ROLES)
+    assert cert(later, "apiserver").not_valid_after_utc == NOW + dt.timedelta(minutes=26)
+    assert not {"ca", "etcd/ca", "front-proxy-ca", "sa"} & changed_names(later)  # CAs last years
+
+
+@pytest.mark.parametrize("text,seconds", [("20m", 1200), ("1h30m", 5400), ("8760h", 8760 * 3600),
+                                          ("90s", 90), ("1.5h", 5400)])
+def test_durations_read_like_go(text, seconds):
+    assert karmada_pki.parse_duration(text, "f").total_seconds() == seconds
+
+
 def test_san_change_reissues_only_that_leaf(base):
     data = pki_input()
     data["apiServer"] = copy.deepcopy(data["apiServer"])
@@ -458,6 +477,12 @@ BAD_INPUTS = {
     "renew-negative": (certs(renewBeforeDays=-1), "certificates.renewBeforeDays"),
     "leaf-outlives-ca": (certs(caValidityDays=100, leafValidityDays=365), "certificates.leafValidityDays"),
     "renew-before-too-big": (certs(leafValidityDays=30, renewBeforeDays=30), "certificates.renewBeforeDays"),
+    "leaf-validity-not-duration": (certs(leafValidity="20 minutes"), "certificates.leafValidity"),
+    "leaf-validity-zero": (certs(leafValidity="0m"), "certificates.leafValidity"),
+    "leaf-validity-days-window": (certs(leafValidity="20m"), "certificates.renewBeforeDays"),
+    "renew-before-longer": (certs(leafValidity="20m", renewBefore="20m"), "certificates.renewBefore"),
+    "leaf-validity-outlives-ca": (certs(caValidityDays=1, leafValidity="25h", renewBefore="1h"),
+                                  "certificates.leafValidity"),
     "rsa-1024": ({"certificates": {"keyAlgorithm": "RSA", "keySize": 1024}}, "certificates.keySize"),
     "ecdsa-521": ({"certificates": {"keyAlgorithm": "ECDSA", "keySize": 521}}, "certificates.keySize"),
     "ecdsa-3072": ({"certificates": {"keyAlgorithm": "ECDSA", "keySize": 3072}}, "certificates.keySize"),
