@@ -9,8 +9,9 @@
    ``upload_file`` of that file: MB/s and ratio (goal >= 0.9x).
 3. Restore of that snapshot into 3 members: the restore Job's code per member (store metadata,
    download with sha256 check, ``etcdutl snapshot restore`` with the bump (it checks etcd's
-   trailer) with ``etcdutl snapshot status`` of the snapshot alongside, and of the result after) vs boto3 ``download_file`` once plus raw
-   ``etcdutl snapshot restore`` per member with the same flags: seconds and ratio.
+   trailer) with ``etcdutl snapshot status`` of the snapshot alongside, and of the result
+   after) vs boto3 ``download_file`` once plus raw ``etcdutl snapshot restore`` per member with
+   the same flags: seconds and ratio.
 
 What the operator adds around these (reconcile passes, the Jobs' pods, the install of the
 restored Karmada) is measured by bench_backup_karmada.py on the test bed: apply to done.
