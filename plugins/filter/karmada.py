@@ -70,7 +70,8 @@ class FilterModule:
             "karmada_etcd_status": etcd_status,
             "karmada_pick": pick,
             "karmada_certificates_condition": lambda certs: certificates_condition(_plain(certs or [])),
-            "karmada_failure_message": lambda result, task: failure_message(_plain(task), _plain(result or {})),
+            "karmada_failure_message": lambda result, task, pods=None: failure_message(
+                _plain(task), _plain(result or {}), pods=_plain(pods or [])),
             "karmada_kind": as_kind,
             "karmada_b64_decode_values": b64_decode_values,
             "karmada_restore_gate": lambda restores, name, status=None: restore_gate(

@@ -107,11 +107,55 @@ def _item_detail(result: dict[str, Any]) -> str:
     return msg.splitlines()[-1] if msg else "failed"
 
 
-def failure_message(task: str, result: dict[str, Any], limit: int = 2000) -> str:
+# Container states that do not clear up by waiting: a step that times out names them.
+STUCK_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CrashLoopBackOff",
+                 "CreateContainerConfigError", "CreateContainerError", "RunContainerError")
+
+
+def _owner(pod: dict[str, Any]) -> str:
+    """The workload a pod belongs to: its app.kubernetes.io/name label, else its name."""
+    meta = pod.get("metadata") or {}
+    return str((meta.get("labels") or {}).get("app.kubernetes.io/name") or meta.get("name") or "?")
+
+
+def pod_problems(pods: list[dict[str, Any]], limit: int = 5) -> list[str]:
+    """Why pods of the control plane do not become ready, one line per workload, worst first.
+
+    "karmada-controller-manager: ImagePullBackOff pulling docker.io/karmada/x:v0 (pod x-5d9-abc)";
+    an unschedulable pod says why the scheduler refused it. Pods being deleted are skipped.
+    """
+    seen: dict[str, str] = {}
+    for pod in sorted(pods or [], key=lambda p: str((p.get("metadata") or {}).get("name"))):
+        meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+        if meta.get("deletionTimestamp") or _owner(pod) in seen:
+            continue
+        problem = ""
+        containers = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+        for c in containers:
+            waiting = (c.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in STUCK_REASONS:
+                what = f"pulling {c.get('image')}" if "Image" in waiting["reason"] else f"container {c.get('name')}"
+                last = ((c.get("lastState") or {}).get("terminated") or {})
+                detail = waiting.get("message") or (f"last exit {last.get('exitCode')} ({last.get('reason')})"
+                                                    if last else "")
+                problem = f"{waiting['reason']} {what}" + (f": {detail[:300]}" if detail else "")
+                break
+        if not problem:
+            for cond in status.get("conditions") or []:
+                if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                    problem = f"unschedulable: {str(cond.get('message') or cond.get('reason'))[:300]}"
+        if problem:
+            seen[_owner(pod)] = f"{_owner(pod)}: {problem} (pod {meta.get('name')})"
+    return list(seen.values())[:limit]
+
+
+def failure_message(task: str, result: dict[str, Any], limit: int = 2000,
+                    pods: list[dict[str, Any]] | None = None) -> str:
     """The Ready condition's message for a failed step: the task and what failed in it.
 
     A failed loop names its failed items ("karmada-search: 0/1 replicas ready after 120
-    checks") instead of Ansible's "One or more items failed".
+    checks") instead of Ansible's "One or more items failed". ``pods``: the control plane's
+    pods; those stuck (image pull, crash loop, unschedulable) are named with the cause.
     """
     failed = [r for r in result.get("results") or [] if isinstance(r, dict) and r.get("failed")]
     if failed:
@@ -123,4 +167,7 @@ def failure_message(task: str, result: dict[str, Any], limit: int = 2000) -> str
             msg = lines[-1] if lines else ""
         detail = str(msg or "failed")
     text = f"{task or 'a step'}: {detail}"
+    problems = pod_problems(pods or [])
+    if problems:
+        text += "; " + "; ".join(problems)
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -74,3 +74,38 @@ def test_certificates_condition_names_the_soonest_expiry():
     cond = ko.certificates_condition(certs)
     assert (cond["type"], cond["status"], cond["reason"]) == ("CertificatesValid", "True", "Issued")
     assert cond["message"] == "3 certificates valid; the soonest to expire is apiserver at 2026-12-01T20:40:00Z"
+
+
+def _pod(name, component, statuses=(), conditions=(), deleting=False):
+    meta = {"name": name, "labels": {"app.kubernetes.io/name": component}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+    return {"metadata": meta, "status": {"containerStatuses": list(statuses), "conditions": list(conditions)}}
+
+
+def test_stuck_pods_are_named_with_their_cause():
+    pull = {"name": "kcm", "image": "docker.io/karmada/karmada-controller-manager:v0.0.0-missing",
+            "state": {"waiting": {"reason": "ImagePullBackOff",
+                                  "message": "Back-off pulling image \"docker.io/karmada/...\": not found"}}}
+    crash = {"name": "scheduler", "image": "s:1", "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+             "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}
+    starting = {"name": "webhook", "image": "w:1", "state": {"waiting": {"reason": "ContainerCreating"}}}
+    pods = [
+        _pod("kcm-1", "karmada-controller-manager", [pull]),
+        _pod("kcm-2", "karmada-controller-manager", [pull]),  # one line per workload
+        _pod("sched-1", "karmada-scheduler", [crash]),
+        _pod("sched-0", "karmada-scheduler", [crash], deleting=True),
+        _pod("webhook-1", "karmada-webhook", [starting]),  # may still come up: not named
+        _pod("search-1", "karmada-search", conditions=[{"type": "PodScheduled", "status": "False",
+                                                         "message": "0/1 nodes are available: Insufficient cpu."}]),
+    ]
+    assert ko.pod_problems(pods) == [
+        "karmada-controller-manager: ImagePullBackOff pulling docker.io/karmada/karmada-controller-manager:"
+        "v0.0.0-missing: Back-off pulling image \"docker.io/karmada/...\": not found (pod kcm-1)",
+        "karmada-scheduler: CrashLoopBackOff container scheduler: last exit 1 (Error) (pod sched-1)",
+        "karmada-search: unschedulable: 0/1 nodes are available: Insufficient cpu. (pod search-1)",
+    ]
+    message = ko.failure_message("Wait until every component is rolled out and ready", {"msg": "timed out"},
+                                 pods=pods[:1])
+    assert message.startswith("Wait until every component is rolled out and ready: timed out; "
+                              "karmada-controller-manager: ImagePullBackOff")
