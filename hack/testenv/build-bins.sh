@@ -6,6 +6,9 @@
 #   hack/testenv/build-bins.sh                 # the default set (what `make test` needs)
 #   hack/testenv/build-bins.sh etcd kube-apiserver karmadactl
 #   KO_PREBUILT_BIN=/opt/bin hack/testenv/build-bins.sh   # use prebuilt binaries instead
+#   KO_KARMADA_VERSION=previous hack/testenv/build-bins.sh karmada-scheduler ...
+#       # Karmada's programs of KARMADA_PREVIOUS_VERSION (upgrade tests), next to the pinned
+#       # ones: $KO_CACHE/bin/<name>-<that version>; the links keep pointing at the pin.
 #
 # Output: $KO_CACHE/bin/<name>-<version> and a link $KO_CACHE/links/<name> to it, so
 # PATH=$KO_CACHE/links:$PATH picks the pinned build. Go's module and build caches are kept
@@ -44,7 +47,8 @@ version_of() {
     operator-sdk) echo "$OPERATOR_SDK_VERSION" ;;
     # Our source is part of the name: an edit of main.go builds afresh.
     bundle-validate) echo "$OPERATOR_FRAMEWORK_API_VERSION-$(sha256sum "$here/../bundle/validator/main.go" | cut -c1-8)" ;;
-    karmada* ) echo "$KARMADA_VERSION" ;;
+    karmada* ) if [ "${KO_KARMADA_VERSION:-}" = previous ]; then echo "$KARMADA_PREVIOUS_VERSION"
+               else echo "$KARMADA_VERSION"; fi ;;
     pause) echo "$PAUSE_VERSION" ;;
     versitygw) echo "$VERSITYGW_VERSION" ;;
     *) log "unknown component: $1 (known: $DEFAULT_COMPONENTS $ON_DEMAND)"; exit 2 ;;
@@ -60,7 +64,10 @@ check_module_sum() { # module version pinned-sum
   [ "$sum" = "$3" ] || { log "$1@$2 hash $sum != pinned $3"; exit 1; }
 }
 
-link() { ln -sfn "$BIN/$1-$2" "$LINKS/$1"; }
+link() { # the links are the pinned set: another Karmada release is only built
+  [ "${KO_KARMADA_VERSION:-}" = previous ] && [[ $1 == karmada* ]] && return 0
+  ln -sfn "$BIN/$1-$2" "$LINKS/$1"
+}
 
 # A wrapper module whose go.mod requires k8s.io/kubernetes and points every staging
 # module (replaced with ./staging/... upstream) at its published v0.Y.Z twin.
