@@ -40,6 +40,11 @@ image_specs() {
   echo "coredns|registry.k8s.io/coredns/coredns:$COREDNS_VERSION|--file $KO_LINKS/coredns:/coredns:755 --file $CA_BUNDLE:$CA_BUNDLE:644 --dir tmp:1777 --entrypoint /coredns"
   for c in aggregated-apiserver controller-manager scheduler webhook agent descheduler search metrics-adapter; do
     echo "karmada-$c|docker.io/karmada/karmada-$c:$kv|--busybox $BUSYBOX $NSS --file $KO_LINKS/karmada-$c:/bin/karmada-$c:755 --file $CA_BUNDLE:$CA_BUNDLE:644 --dir tmp:1777 --cmd /bin/karmada-$c"
+    # The previous release (upgrade tests), once build-bins.sh has built it (KO_KARMADA_VERSION=previous).
+    b=$KO_CACHE/bin/karmada-$c-$KARMADA_PREVIOUS_VERSION
+    if [ -x "$b" ] && [ -z "${KO_PREBUILT_BIN:-}" ]; then
+      echo "karmada-$c-$KARMADA_PREVIOUS_VERSION|docker.io/karmada/karmada-$c:$KARMADA_PREVIOUS_VERSION|--busybox $BUSYBOX $NSS --file $b:/bin/karmada-$c:755 --file $CA_BUNDLE:$CA_BUNDLE:644 --dir tmp:1777 --cmd /bin/karmada-$c"
+    fi
   done
   # General-purpose images for tests: sh, httpd, wget, nc ... from Debian's busybox-static,
   # and the same plus the pinned kubectl. (That busybox's wget crashes with -T: use
