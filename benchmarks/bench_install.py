@@ -153,6 +153,29 @@ def run_seconds(run: Path) -> float | None:
     return max(stamps) - min(stamps) if len(stamps) >= 2 else None
 
 
+def task_times(run: Path, top: int = 10) -> list[tuple[float, str]]:
+    """Where one ansible-runner run spent its time: wall seconds per task (from its start event to
+    the next task's, loops included), summed over tasks of the same name, longest first."""
+    starts = []
+    last = None
+    for event in (run / "job_events").glob("*.json"):
+        with contextlib.suppress(ValueError, OSError):
+            doc = json.loads(event.read_text())
+            created = doc.get("created")
+            if not created:
+                continue
+            stamp = datetime.fromisoformat(created).timestamp()
+            last = stamp if last is None else max(last, stamp)
+            if doc.get("event") == "playbook_on_task_start":
+                data = doc.get("event_data") or {}
+                starts.append((stamp, f"{data.get('role') + ' : ' if data.get('role') else ''}{data.get('task')}"))
+    starts.sort()
+    totals: dict[str, float] = {}
+    for (stamp, name), nxt in zip(starts, [s for s, _ in starts[1:]] + [last], strict=True):
+        totals[name] = totals.get(name, 0.0) + max(0.0, (nxt or stamp) - stamp)
+    return sorted(((secs, name) for name, secs in totals.items()), reverse=True)[:top]
+
+
 def recap(run: Path) -> dict[str, int]:
     text = re.sub(r"\x1b\[[0-9;]*m", "", (run / "stdout").read_text(errors="replace"))
     lines = [raw for raw in text.splitlines() if raw.startswith("localhost") and "changed=" in raw]
@@ -252,6 +275,8 @@ def noop(host, operator: OperatorProcess, ns: str) -> None:
         return
     say(f"no-op reconcile ours: {seconds:.1f} s (ansible-runner run {run.name}, first to last job event; "
         f"{status}, changed={stats.get('changed')} ok={stats.get('ok')}; annotation to run finished: {wall:.1f} s)")
+    for secs, task in task_times(run):
+        say(f"  no-op top task {secs:6.2f} s  {task[:110]}")
 
 
 # --- Karmada's operator ---------------------------------------------------------------------
