@@ -399,7 +399,11 @@ def test_a_flipped_byte_fails_the_restore_before_any_etcd_member_exists(env: Env
     assert env.host.kubectl("get", "statefulset", "broken-etcd", "-n", TARGET_NS, check=False).returncode != 0
     pods = env.host.get("pods", "-n", TARGET_NS, "-l", "app.kubernetes.io/instance=broken")["items"]
     assert [p["metadata"]["name"] for p in pods if "etcd" in p["metadata"]["name"]] == []
-    assert env.host.kubectl("get", "pvc", "data-broken-etcd-0", "-n", TARGET_NS, check=False).returncode != 0
+    # The member volume the seeding Job mounted is deleted with the failure (unwritten: the Job
+    # checks the sha256 before it writes); its deletion completes once the Job's pod lets go.
+    wait_for(lambda: env.host.kubectl("get", "pvc", "data-broken-etcd-0", "-n", TARGET_NS,
+                                      check=False).returncode != 0, 180, "the unwritten member volume to be gone",
+             env.operator.log_tail)
     kd = env.host.get("karmadadeployment", "broken", "-n", TARGET_NS)
     assert condition(kd, "Ready")["reason"] == "WaitingForRestore"
     assert "IntegrityCheckFailed" in condition(kd, "Ready")["message"]
