@@ -147,6 +147,9 @@ def run(bed: Bed, crds, megabytes: int) -> None:
         raise RuntimeError(f"EtcdBackup failed: {condition(done, 'Ready')}")
     snap = done["status"]["lastSuccessfulBackup"]
     ours_mbs = snap["sizeBytes"] / 1e6 / t_ours
+    events = json.loads(bed.host.kubectl("get", "events", "-n", NS, "--field-selector",
+                                         "involvedObject.kind=EtcdBackup,reason=BackupSucceeded", "-o", "json").stdout)
+    split = [e["message"].rsplit(" in ", 1)[-1] for e in events["items"]]
 
     # --- backup: etcdctl snapshot save + boto3 upload, from the node
     path = bed.work / "etcdctl.db"
@@ -159,9 +162,8 @@ def run(bed: Bed, crds, megabytes: int) -> None:
     size = path.stat().st_size
     path.unlink()
     base_mbs = size / 1e6 / t_base
-    say(f"backup to S3   ours (EtcdBackup apply -> Succeeded; the Job itself "
-        f"{snap.get('durationSeconds')} s): {snap['sizeBytes'] / 1e6:8.1f} MB in {t_ours:6.1f} s = "
-        f"{ours_mbs:6.1f} MB/s")
+    say(f"backup to S3   ours (EtcdBackup apply -> Succeeded): {snap['sizeBytes'] / 1e6:8.1f} MB in {t_ours:6.1f} s = "
+        f"{ours_mbs:6.1f} MB/s; the Job's program {split[0] if split else snap.get('durationSeconds')}")
     say(f"backup to S3   etcdctl snapshot save + boto3 upload_file, from the node:   {size / 1e6:8.1f} MB in "
         f"{t_base:6.1f} s = {base_mbs:6.1f} MB/s")
     say(f"backup to S3   ratio ours/baseline: {ours_mbs / base_mbs:.2f}x (goal >= 0.90x)")
@@ -184,7 +186,7 @@ def run(bed: Bed, crds, megabytes: int) -> None:
     started = time.monotonic()
     bed.apply({"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdRestore",
                "metadata": {"name": "bench", "namespace": NS},
-               "spec": {"source": {"backupRef": {"name": "bench", "snapshot": "latest"}},
+               "spec": {"source": {"backupRef": {"name": "bench"}, "snapshot": "latest"},
                         "target": {"karmadaDeploymentRef": {"name": TARGET}}, "bumpRevision": BUMP,
                         "pki": {"secretRef": {"name": f"{SOURCE}-pki"}}}})
     bed.apply(karmada(TARGET, crds, {"type": "PersistentVolumeClaim", "size": f"{max(4, megabytes // 256)}Gi",

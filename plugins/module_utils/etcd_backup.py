@@ -26,7 +26,7 @@ import hashlib
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
 from pathlib import Path
@@ -630,6 +630,9 @@ class BackupResult:
     retention_error: str = ""
     retention_reason: str = ""
     member_revisions: tuple[int, int] = (0, 0)  # the member's revision before and after the stream
+    # seconds per phase: "snapshot" (etcdctl into the staging file), "store" (checked copy into
+    # the store, counts, metadata), "retention"
+    phases: Mapping[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """The Job's result line (no secrets)."""
@@ -637,6 +640,7 @@ class BackupResult:
             "ok": True,
             "snapshot": {**self.snapshot.status_item(), "durationSeconds": self.duration_seconds,
                          "endpoint": self.endpoint},
+            "phases": dict(self.phases),
             "deleted": [s.name for s in self.deleted],
             "kept": [s.status_item() for s in self.kept],
             "retentionError": self.retention_error,
@@ -744,6 +748,8 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
     name = plan["snapshot"]["name"]
     taken_at = datetime.now(UTC)
     staged = None
+    phases: dict[str, float] = {}
+    mark = clock()
     if etcdctl:
         staged = Path(staging_dir or ".") / f".{name}.staging"
         tls = plan["etcd"]["tls"]
@@ -752,6 +758,8 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
         except EtcdSnapshotError as exc:
             staged.unlink(missing_ok=True)
             raise BackupFailed(str(exc), "EtcdUnavailable") from exc
+        phases["snapshot"] = round(clock() - mark, 3)
+        mark = clock()
     try:
         with store.writer(name) as writer:
             streamed = _stream_into(writer, client, member, staged, chunk_timeout)
@@ -785,6 +793,8 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
         except store_lib.StoreError:
             store.delete(name)
             raise
+    phases["store"] = round(clock() - mark, 3)
+    mark = clock()
     duration = round(clock() - started, 3)
     deleted: list[store_lib.SnapshotInfo] = []
     retention_error = retention_reason = ""
@@ -799,8 +809,9 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
     except store_lib.StoreError as exc:
         retention_error, retention_reason = str(exc), exc.reason
         kept = [info]
+    phases["retention"] = round(clock() - mark, 3)
     return BackupResult(info, deleted, kept, member.endpoint, duration, retention_error, retention_reason,
-                        (member.revision, high or 0))
+                        (member.revision, high or 0), phases)
 
 
 # --------------------------------------------------------------------------- status

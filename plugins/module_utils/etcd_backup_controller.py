@@ -352,10 +352,12 @@ class BackupReconciler:
             out = self._status(result=doc)
             out["failedAttempts"] = 0
             snap = out["lastSuccessfulBackup"]
+            split = ", ".join(f"{k} {v} s" for k, v in (doc.get("phases") or {}).items())
             events = [self._event("BackupSucceeded",
                                   f"snapshot {snap.get('name')} ({snap.get('sizeBytes')} bytes, revision "
                                   f"{snap.get('revision')}, sha256 {snap.get('sha256')}) stored at "
-                                  f"{snap.get('location')} in {snap.get('durationSeconds')} s")]
+                                  f"{snap.get('location')} in {snap.get('durationSeconds')} s"
+                                  + (f" ({split})" if split else ""))]
             for gone in doc.get("deleted") or []:
                 events.append(self._event("SnapshotDeleted", f"retention deleted {gone}"))
         else:
