@@ -352,7 +352,9 @@ def catalog_image(docs: list[dict], name: str) -> str:
     args = ["--ref", f"{CATALOG_REPO}:{name}", "--digest-ref", CATALOG_REPO, *opm_files(),
             "--tree", f"{work}:{CONFIGS}:0:0", "--user", "1001",
             "--label", f"operators.operatorframework.io.index.configs.v1={CONFIGS}",
-            "--entrypoint", "/bin/opm", "--cmd", "serve", CONFIGS, "--cache-dir=/tmp/cache"]
+            # No --cache-dir: with one, opm serve insists on a cache built beforehand; without,
+            # it builds one in $TMPDIR when it starts (a second for a catalog this small).
+            "--entrypoint", "/bin/opm", "--cmd", "serve", CONFIGS]
     archive, digest = build_image(f"catalog-{name}", args)
     import_image(archive)
     return f"{CATALOG_REPO}@{digest}"
@@ -374,10 +376,17 @@ def make_bundle(version: str, out: Path, replaces: str | None = None) -> Path:
     return out / "bundle"
 
 
-def operator_image_for(version: str) -> None:
-    """Our operator image (operator-image.sh, cached) imported and tagged ``version``."""
+@cache
+def import_operator_image() -> None:
+    """Our operator image (operator-image.sh builds it, cached) in the node's containerd; once
+    per process (the archive is about a gigabyte)."""
     built = run(str(TESTENV / "operator-image.sh"), OPERATOR_DEV_IMAGE, timeout=3600)
     import_image(Path(built.stdout.strip().splitlines()[-1]))
+
+
+def operator_image_for(version: str) -> None:
+    """Our operator image, tagged ``version`` in the node's containerd."""
+    import_operator_image()
     tag_image(OPERATOR_DEV_IMAGE, operator_image(version))
 
 
