@@ -167,9 +167,11 @@ def rewrite_olm(docs: Iterable[dict], olm: str, opm: str) -> list[dict]:
     """OLM's quickstart olm.yaml for this test bed.
 
     Every OLM container runs ``olm`` with imagePullPolicy IfNotPresent; the catalog operator
-    unpacks bundles with ``opm`` (-opmImage), copies its tools from ``olm`` (-util-image) and
+    unpacks bundles with ``opm`` (--opmImage), copies its tools from ``olm`` (--util-image) and
     serves ConfigMap catalogs with ``opm`` (no :latest image); the operatorhub.io
-    CatalogSource, which needs the internet, is left out.
+    CatalogSource, which needs the internet, is left out. The quickstart's single-dash long
+    flags (``-namespace``) are written with two dashes: the programs parse flags with pflag,
+    which reads ``-namespace`` as the shorthands n, a, m... and exits.
     """
     out = []
     for doc in docs:
@@ -179,11 +181,13 @@ def rewrite_olm(docs: Iterable[dict], olm: str, opm: str) -> list[dict]:
         for container in _containers(doc):
             container["image"] = olm
             container["imagePullPolicy"] = "IfNotPresent"
+            for key in ("command", "args"):
+                if container.get(key):
+                    container[key] = [long_flag(a) for a in container[key]]
             if container.get("command", [None])[0] == "/bin/catalog":
-                args = container.get("args") or []
                 kept: list[str] = []
                 skip = False
-                for arg in args:
+                for arg in container.get("args") or []:
                     if skip:
                         skip = False
                         continue
@@ -192,10 +196,17 @@ def rewrite_olm(docs: Iterable[dict], olm: str, opm: str) -> list[dict]:
                         skip = "=" not in arg  # the value is the next argument
                         continue
                     kept.append(arg)
-                container["args"] = kept + [f"-util-image={olm}", f"-opmImage={opm}",
-                                            f"-configmapServerImage={opm}"]
+                container["args"] = kept + [f"--util-image={olm}", f"--opmImage={opm}",
+                                            f"--configmapServerImage={opm}"]
         out.append(doc)
     return out
+
+
+def long_flag(arg: str) -> str:
+    """``-name[=v]`` as ``--name[=v]``; one-letter flags (``-v=4``), ``--x`` and values stay."""
+    if arg.startswith("-") and not arg.startswith("--") and len(arg.split("=", 1)[0]) > 2:
+        return "-" + arg
+    return arg
 
 
 def olm_deployments(docs: Iterable[dict]) -> list[str]:

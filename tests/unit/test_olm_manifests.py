@@ -94,7 +94,17 @@ def test_every_olm_container_runs_the_local_image_without_pulling():
 def test_the_catalog_operator_uses_local_opm_and_util_images():
     catalog = next(d for d in rewritten() if d["metadata"]["name"] == "catalog-operator")
     args = catalog["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args == ["-namespace", "olm", f"-util-image={OLM}", f"-opmImage={OPM}", f"-configmapServerImage={OPM}"]
+    assert args == ["--namespace", "olm", f"--util-image={OLM}", f"--opmImage={OPM}",
+                    f"--configmapServerImage={OPM}"]
+
+
+def test_single_dash_long_flags_get_two_dashes():
+    # pflag reads -namespace as the shorthands -n -a -m ... (the quickstart of v0.33.0 has them).
+    assert [olm.long_flag(a) for a in ["-namespace", "olm", "-ab=1", "-v=4", "--secure-port", "5443", "-",
+                                       "$(OPERATOR_NAMESPACE)"]] == \
+        ["--namespace", "olm", "--ab=1", "-v=4", "--secure-port", "5443", "-", "$(OPERATOR_NAMESPACE)"]
+    packageserver = next(d for d in rewritten() if d["kind"] == "ClusterServiceVersion")
+    assert olm._containers(packageserver)[0]["command"] == ["/bin/package-server", "-v=4"]
 
 
 def test_the_internet_catalog_is_left_out_and_the_rest_kept():
