@@ -146,12 +146,30 @@ def module_dir(module: str, version: str, pinned_sum: str) -> Path:
     return Path(info["Dir"])
 
 
+# The object olm-operator reads its settings from (deploy/chart/templates/*-olmconfig.yaml).
+OLM_CONFIG = {"apiVersion": "operators.coreos.com/v1", "kind": "OLMConfig", "metadata": {"name": "cluster"}}
+
+
 def quickstart() -> tuple[list[dict], list[dict]]:
-    """(CRDs, the rest) of OLM's deploy/upstream/quickstart at the pinned version."""
+    """(CRDs, the rest) of OLM's deploy/upstream/quickstart at the pinned version.
+
+    v0.33.0's quickstart crds.yaml lacks the OLMConfig CRD, without which olm-operator waits
+    for its informers forever: CRDs of the module's Helm chart (deploy/chart/crds) that the
+    quickstart lacks are added, and the OLMConfig object the chart makes."""
     v = versions()
-    base = module_dir(OLM_MODULE, v["OLM_VERSION"], v["OLM_MODULE_SUM"]) / "deploy" / "upstream" / "quickstart"
-    load = lambda name: [d for d in yaml.safe_load_all((base / name).read_text()) if d]  # noqa: E731
-    return load("crds.yaml"), load("olm.yaml")
+    module = module_dir(OLM_MODULE, v["OLM_VERSION"], v["OLM_MODULE_SUM"])
+    base = module / "deploy" / "upstream" / "quickstart"
+    load = lambda path: [d for d in yaml.safe_load_all(path.read_text()) if d]  # noqa: E731
+    crds = load(base / "crds.yaml")
+    chart = [d for path in sorted((module / "deploy" / "chart" / "crds").glob("*.yaml")) for d in load(path)]
+    return merge_crds(crds, chart), [*load(base / "olm.yaml"), OLM_CONFIG]
+
+
+def merge_crds(crds: list[dict], more: list[dict]) -> list[dict]:
+    """``crds`` plus those of ``more`` it does not name."""
+    names = {c["metadata"]["name"] for c in crds}
+    return crds + [c for c in more
+                   if c.get("kind") == "CustomResourceDefinition" and c["metadata"]["name"] not in names]
 
 
 def _containers(doc: dict) -> list[dict]:

@@ -158,3 +158,13 @@ def test_bundle_labels_are_the_committed_annotations():
     assert labels["operators.operatorframework.io.bundle.package.v1"] == olm.PACKAGE
     dockerfile = (ROOT / "bundle.Dockerfile").read_text()
     assert all(f"LABEL {k}={v}\n" in dockerfile for k, v in labels.items())
+
+
+def test_crds_the_quickstart_lacks_come_from_the_chart():
+    crd = lambda name: {"kind": "CustomResourceDefinition", "metadata": {"name": name}}  # noqa: E731
+    quick = [crd("subscriptions.operators.coreos.com")]
+    chart = [crd("olmconfigs.operators.coreos.com"), crd("subscriptions.operators.coreos.com")]
+    merged = olm.merge_crds(quick, chart)
+    assert [c["metadata"]["name"] for c in merged] == ["subscriptions.operators.coreos.com",
+                                                      "olmconfigs.operators.coreos.com"]
+    assert merged[0] is quick[0]
