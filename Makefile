@@ -176,6 +176,14 @@ bundle-build: ## Build the bundle image.
 bundle-push: ## Push the bundle image.
 	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
 
+.PHONY: olm-up
+olm-up: setup ## OLM on the test bed's host cluster (pinned sources, local images) with a catalog of bundle/ (hack/olm).
+	$(PY) hack/olm/olm.py up --version $(VERSION)
+
+.PHONY: olm-down
+olm-down: ## Remove OLM, its CRDs and what it installed from the host cluster.
+	$(PY) hack/olm/olm.py down
+
 .PHONY: catalog-build
 catalog-build: ## Build a catalog image holding the bundle (needs opm and a container engine).
 	opm index add --container-tool $(CONTAINER_TOOL) --mode semver --tag $(CATALOG_IMG) --bundles $(BUNDLE_IMG)

@@ -193,8 +193,11 @@ def icon() -> list[dict[str, str]]:
 
 
 def build(objs: list[dict[str, Any]], *, version: str, channels: str, default_channel: str,
-          image: str | None = None) -> dict[str, str]:
-    """Relative path -> file text of the bundle (paths under bundle/, plus bundle.Dockerfile)."""
+          image: str | None = None, replaces: str | None = None) -> dict[str, str]:
+    """Relative path -> file text of the bundle (paths under bundle/, plus bundle.Dockerfile).
+
+    ``image`` replaces the operator image (and the env values naming it, e.g. the backup and
+    restore Jobs' image); ``replaces`` is the version this one upgrades (CSV spec.replaces)."""
     bases = [o for o in objs if o.get("kind") == CSV_KIND]
     if len(bases) != 1:
         raise BundleError(f"config/manifests must hold exactly one {CSV_KIND} base, found {len(bases)}")
@@ -211,7 +214,11 @@ def build(objs: list[dict[str, Any]], *, version: str, channels: str, default_ch
             and o not in samples and o not in scorecard]
 
     if image:
-        deployments[0]["spec"]["template"]["spec"]["containers"][0]["image"] = image
+        container = deployments[0]["spec"]["template"]["spec"]["containers"][0]
+        for env in container.get("env") or []:
+            if env.get("value") == container["image"]:
+                env["value"] = image
+        container["image"] = image
     operator_image = deployments[0]["spec"]["template"]["spec"]["containers"][0]["image"]
     service_accounts = {d["spec"]["template"]["spec"].get("serviceAccountName", "default") for d in deployments}
     permissions, cluster_permissions, extra = rbac(
@@ -242,6 +249,8 @@ def build(objs: list[dict[str, Any]], *, version: str, channels: str, default_ch
     meta["annotations"] = dict(sorted(annotations.items()))
     spec = csv["spec"]
     spec["version"] = version
+    if replaces:
+        spec["replaces"] = f"{PACKAGE}.v{replaces}"
     spec["icon"] = icon()
     spec["relatedImages"] = related_images(operator_image)
     spec["install"] = {"strategy": "deployment", "spec": {
@@ -336,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--channels", default=defaults["CHANNELS"])
     parser.add_argument("--default-channel", default=defaults["DEFAULT_CHANNEL"])
     parser.add_argument("--image", help="operator image (default: config/manager's)")
+    parser.add_argument("--replaces", metavar="VERSION", help="the version this bundle upgrades (CSV spec.replaces)")
     args = parser.parse_args(argv)
     if args.input == "-":
         text = sys.stdin.read()
@@ -346,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     objs = [o for o in yaml.safe_load_all(text) if o]
     try:
         files = build(objs, version=args.version, channels=args.channels,
-                      default_channel=args.default_channel, image=args.image)
+                      default_channel=args.default_channel, image=args.image, replaces=args.replaces)
     except BundleError as err:
         print(f"bundle: {err}", file=sys.stderr)
         return 1

@@ -32,8 +32,9 @@ DEFAULT_COMPONENTS="etcd kube-apiserver kubectl kube-controller-manager kube-sch
 kube-proxy kwok coredns ansible-operator pause karmada-aggregated-apiserver
 karmada-controller-manager karmada-scheduler karmada-webhook karmada-agent karmada-descheduler
 karmada-search karmada-metrics-adapter versitygw"
-# Built only on request (benchmarks, bundle validation).
-ON_DEMAND="operator-sdk karmadactl karmada-operator bundle-validate"
+# Built only on request (benchmarks, bundle validation, OLM on the test bed).
+ON_DEMAND="operator-sdk karmadactl karmada-operator bundle-validate olm olm-catalog olm-package-server
+olm-copy-content olm-cpb opm grpc-health-probe"
 
 log() { printf '[testenv-bin] %s\n' "$*" >&2; }
 
@@ -49,6 +50,9 @@ version_of() {
     bundle-validate) echo "$OPERATOR_FRAMEWORK_API_VERSION-$(sha256sum "$here/../bundle/validator/main.go" | cut -c1-8)" ;;
     karmada* ) if [ "${KO_KARMADA_VERSION:-}" = previous ]; then echo "$KARMADA_PREVIOUS_VERSION"
                else echo "$KARMADA_VERSION"; fi ;;
+    olm*) echo "$OLM_VERSION" ;;
+    # grpc-health-probe: the version operator-registry requires (its catalog images carry it).
+    opm | grpc-health-probe) echo "$OPERATOR_REGISTRY_VERSION" ;;
     pause) echo "$PAUSE_VERSION" ;;
     versitygw) echo "$VERSITYGW_VERSION" ;;
     *) log "unknown component: $1 (known: $DEFAULT_COMPONENTS $ON_DEMAND)"; exit 2 ;;
@@ -122,9 +126,35 @@ module_wrapper() { # name module version
   echo "$dir"
 }
 
-build_in() { # dir name version pkg [ldflags]
-  local dir=$1 name=$2 version=$3 pkg=$4 ldflags=${5:-}
-  (cd "$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$BIN/$name-$version.tmp" "$pkg")
+# A wrapper module requiring MODULE@VERSION (check its hash first) that carries
+# over the module's own replace directives to other modules (a dependency's replaces do
+# not apply in the main module), for modules that build only with them.
+replacing_wrapper() { # name module version
+  local dir=$SRC/$1-$3
+  if [ ! -f "$dir/go.mod" ]; then
+    mkdir -p "$dir"
+    local upstream
+    upstream=$(go env GOMODCACHE)/cache/download/$2/@v/$3.mod
+    {
+      printf 'module karmada-operator.local/testenv/%s\ngo %s\nrequire %s %s\n' \
+        "$1" "$(awk '/^go /{print $2; exit}' "$upstream")" "$2" "$3"
+      # Single-line and block replaces; local-path targets (./, ../) are left out.
+      awk '
+        /^replace \($/ {block = 1; next}
+        block && /^\)/ {block = 0; next}
+        { line = $0; sub(/\/\/.*/, "", line) }
+        block && line ~ /=>/ {print "replace " line; next}
+        /^replace / && line ~ /=>/ {print line}
+      ' "$upstream" | awk '$0 !~ /=> *\.\.?\//'
+    } >"$dir/go.mod.tmp"
+    mv "$dir/go.mod.tmp" "$dir/go.mod"
+  fi
+  echo "$dir"
+}
+
+build_in() { # dir name version pkg [ldflags] [tags]
+  local dir=$1 name=$2 version=$3 pkg=$4 ldflags=${5:-} tags=${6:-}
+  (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$BIN/$name-$version.tmp" "$pkg")
   mv "$BIN/$name-$version.tmp" "$BIN/$name-$version"
 }
 
@@ -166,6 +196,31 @@ build_one() {
       dir=$(module_wrapper bundle-validate github.com/operator-framework/api "$api")
       cp "$here/../bundle/validator/main.go" "$dir/main.go"
       GONOSUMDB=github.com/operator-framework build_in "$dir" bundle-validate "$version" . ;;
+    olm*)
+      # olm, olm-catalog, olm-package-server, olm-copy-content: OLM's cmd/<name without olm->;
+      # olm-cpb: util/cpb (the bundle-unpack Job copies bundle content with it).
+      local pkg=cmd/${name#olm-} vp=github.com/operator-framework/operator-lifecycle-manager/pkg/version
+      [ "$name" = olm ] && pkg=cmd/olm
+      [ "$name" = olm-cpb ] && pkg=util/cpb
+      check_module_sum github.com/operator-framework/operator-lifecycle-manager "$version" "$OLM_MODULE_SUM"
+      GONOSUMDB=github.com/operator-framework build_in \
+        "$(replacing_wrapper olm github.com/operator-framework/operator-lifecycle-manager "$version")" \
+        "$name" "$version" "github.com/operator-framework/operator-lifecycle-manager/$pkg" \
+        "-X $vp.OLMVersion=${version#v}" json1 ;;
+    opm)
+      # The upstream Makefile's tags: containers_image_openpgp avoids gpgme (cgo).
+      check_module_sum github.com/operator-framework/operator-registry "$version" "$OPERATOR_REGISTRY_MODULE_SUM"
+      GONOSUMDB=github.com/operator-framework build_in \
+        "$(replacing_wrapper opm github.com/operator-framework/operator-registry "$version")" \
+        opm "$version" github.com/operator-framework/operator-registry/cmd/opm \
+        "-X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$version" \
+        json1,containers_image_openpgp ;;
+    grpc-health-probe)
+      # The catalog pods' probes run it (OLM's registry reconciler).
+      check_module_sum github.com/operator-framework/operator-registry "$version" "$OPERATOR_REGISTRY_MODULE_SUM"
+      GONOSUMDB=github.com/operator-framework build_in \
+        "$(replacing_wrapper opm github.com/operator-framework/operator-registry "$version")" \
+        grpc-health-probe "$version" github.com/grpc-ecosystem/grpc-health-probe ;;
     operator-sdk) install_at operator-sdk "$version" \
       "github.com/operator-framework/operator-sdk/cmd/operator-sdk@$version" ;;
     pause) build_in "$here/pause" pause "$version" . ;;

@@ -65,6 +65,14 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--out", help="archive to write (required unless --layer-out)")
     p.add_argument("--ref", action="append", default=[], help="full image name (repeatable; required with --out)")
     p.add_argument(
+        "--digest-ref",
+        action="append",
+        default=[],
+        metavar="REPO",
+        help="also name the image REPO@sha256:<its manifest digest> (repeatable): a reference by digest "
+        "resolves locally where a controller forces imagePullPolicy Always on tagged images",
+    )
+    p.add_argument(
         "--file",
         action="append",
         default=[],
@@ -111,6 +119,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--entrypoint-json", metavar="JSON", help='entrypoint as a JSON list, e.g. \'["/tini","--","x"]\'')
     p.add_argument("--cmd-json", metavar="JSON", help="cmd as a JSON list")
     p.add_argument("--env", action="append", default=[], metavar="K=V", help="PATH=... replaces the default PATH")
+    p.add_argument("--label", action="append", default=[], metavar="K=V", help="image config label (repeatable)")
     p.add_argument("--workdir", default="/")
     p.add_argument("--user", help="user (and group) the container runs as, e.g. 1001 or 1001:0")
     args = p.parse_args()
@@ -328,6 +337,8 @@ def main() -> None:
             cfg["Cmd"] = args.cmd
         if args.user:
             cfg["User"] = args.user
+        if args.label:
+            cfg["Labels"] = dict(label.split("=", 1) for label in args.label)
         config = dumps(
             {
                 "architecture": "amd64",
@@ -348,6 +359,7 @@ def main() -> None:
             }
         )
         manifest_digest = hashlib.sha256(manifest).hexdigest()
+        refs = args.ref + [f"{repo}@sha256:{manifest_digest}" for repo in args.digest_ref]
         index = dumps(
             {
                 "schemaVersion": 2,
@@ -363,7 +375,7 @@ def main() -> None:
                             "org.opencontainers.image.ref.name": ref.rsplit(":", 1)[-1],
                         },
                     }
-                    for ref in args.ref
+                    for ref in refs
                 ],
             }
         )

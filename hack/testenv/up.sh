@@ -87,6 +87,10 @@ pki_cert "$KO_PKI" ca controller-manager system:kube-controller-manager "" clien
 pki_cert "$KO_PKI" ca scheduler system:kube-scheduler "" client
 pki_cert "$KO_PKI" ca kubelet "system:node:$KO_NODE_NAME" system:nodes client
 pki_cert "$KO_PKI" ca kube-proxy system:kube-proxy "" client
+# The aggregation layer's front proxy (as kubeadm sets it up): extension API servers such as
+# OLM's packageserver trust requests the kube-apiserver forwards with this client cert.
+pki_ca "$KO_PKI" front-proxy-ca front-proxy-ca
+pki_cert "$KO_PKI" front-proxy-ca front-proxy-client front-proxy-client "" client
 server=https://127.0.0.1:$KO_APISERVER_PORT
 for c in admin controller-manager scheduler kubelet kube-proxy; do
   [ -f "$KO_STATE/$c.kubeconfig" ] ||
@@ -111,6 +115,10 @@ start_bg kube-apiserver kube-apiserver \
   --bind-address 0.0.0.0 --secure-port "$KO_APISERVER_PORT" --advertise-address "$KO_NODE_IP" \
   --tls-cert-file "$KO_PKI/apiserver.crt" --tls-private-key-file "$KO_PKI/apiserver.key" \
   --client-ca-file "$KO_PKI/ca.crt" \
+  --requestheader-client-ca-file "$KO_PKI/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+  --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+  --requestheader-extra-headers-prefix X-Remote-Extra- \
+  --proxy-client-cert-file "$KO_PKI/front-proxy-client.crt" --proxy-client-key-file "$KO_PKI/front-proxy-client.key" \
   --kubelet-client-certificate "$KO_PKI/apiserver-kubelet-client.crt" \
   --kubelet-client-key "$KO_PKI/apiserver-kubelet-client.key" \
   --kubelet-preferred-address-types InternalIP,Hostname \

@@ -26,18 +26,6 @@ NS = "karmada-system"
 NAME = "incluster"
 
 
-class InClusterOperator:
-    """Stands in for OperatorProcess in karmada_e2e.Deployment: the log is the pod's."""
-
-    def __init__(self, host: HostCluster, namespace: str, deployment: str):
-        self.host, self.namespace, self.deployment = host, namespace, deployment
-
-    def log_tail(self, chars: int = 6000) -> str:
-        out = self.host.kubectl("logs", f"deployment/{self.deployment}", "-n", self.namespace, "--tail=200",
-                                check=False)
-        return (out.stdout + out.stderr)[-chars:]
-
-
 def operator_manifests(host: HostCluster) -> list[dict]:
     rendered = host.kubectl("kustomize", str(karmada_e2e.ROOT / "config/default")).stdout
     docs = [d for d in yaml.safe_load_all(rendered) if d]
@@ -60,7 +48,7 @@ def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], 
     docs = operator_manifests(host_cluster)
     deployment = next(d for d in docs if d["kind"] == "Deployment")
     op_ns, op_name = deployment["metadata"]["namespace"], deployment["metadata"]["name"]
-    operator = InClusterOperator(host_cluster, op_ns, op_name)
+    operator = karmada_e2e.InClusterOperator(host_cluster, op_ns, op_name)
     crds = None
     try:
         host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
@@ -71,14 +59,7 @@ def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], 
             host_cluster.kubectl("describe", "pods", "-n", op_ns, check=False).stdout[-3000:] + operator.log_tail())
         # Pods reach the node's address, not this machine's loopback.
         crds = serve(host=host_cluster.node_ip)
-        cr = karmada_e2e.sample()
-        cr["metadata"]["name"] = NAME
-        cr["spec"].update({"crds": {"url": crds.url, "sha256": crds.sha256},
-                           "etcd": {"local": {"replicas": 1, "storage": {"type": "EmptyDir"}}},
-                           "apiServer": {"replicas": 1, "serviceType": "ClusterIP"},
-                           "certificates": {"keyAlgorithm": "ECDSA"},
-                           "members": [{"name": member_clusters[0].name,
-                                        "kubeconfigSecretRef": {"name": member_clusters[0].secret_name}}]})
+        cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256, member_clusters[:1])
         fleet = karmada_e2e.Deployment(host_cluster, operator, work, NAME, NS)  # type: ignore[arg-type]
         host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
         yield {"fleet": fleet, "operator_ns": op_ns, "operator": op_name, "member": member_clusters[0]}

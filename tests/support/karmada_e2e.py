@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,12 @@ def runs(namespace: str, name: str) -> list[Path]:
 
 def recap(run: Path, host: str = "localhost") -> dict[str, int]:
     """One host's PLAY RECAP counters of a finished run."""
-    text = re.sub(r"\x1b\[[0-9;]*m", "", (run / "stdout").read_text())
+    return recap_of((run / "stdout").read_text(), host)
+
+
+def recap_of(stdout: str, host: str = "localhost") -> dict[str, int]:
+    """One host's PLAY RECAP counters in a run's stdout."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", stdout)
     line = [raw for raw in text.splitlines() if raw.startswith(host + " ") and "changed=" in raw][-1]
     return {k: int(v) for k, v in (item.split("=") for item in line.split(":", 1)[1].split())}
 
@@ -121,6 +127,55 @@ def operator_kubeconfig(host: HostCluster, work: Path) -> Path:
 
 def sample() -> dict:
     return yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+
+
+def sample_for_test_bed(name: str, crds_url: str, crds_sha256: str, members: Sequence[MemberCluster] = ()) -> dict:
+    """The sample KarmadaDeployment sized for the test bed: Karmada's CRDs from this machine
+    (karmada_crds_server), one etcd member on an emptyDir, one karmada-apiserver, ECDSA keys,
+    and the given members (none: the sample's need member clusters)."""
+    cr = sample()
+    cr["metadata"]["name"] = name
+    cr["spec"].update({"crds": {"url": crds_url, "sha256": crds_sha256},
+                       "etcd": {"local": {"replicas": 1, "storage": {"type": "EmptyDir"}}},
+                       "apiServer": {"replicas": 1, "serviceType": "ClusterIP"},
+                       "certificates": {"keyAlgorithm": "ECDSA"},
+                       "members": [{"name": m.name, "kubeconfigSecretRef": {"name": m.secret_name}}
+                                   for m in members]})
+    return cr
+
+
+class InClusterOperator:
+    """Stands in for OperatorProcess in Deployment when the operator runs in a pod: the log
+    and the reconcile runs are the pod's."""
+
+    def __init__(self, host: HostCluster, namespace: str, deployment: str):
+        self.host, self.namespace, self.deployment = host, namespace, deployment
+
+    def log_tail(self, chars: int = 6000) -> str:
+        out = self.host.kubectl("logs", f"deployment/{self.deployment}", "-n", self.namespace, "--tail=200",
+                                check=False)
+        return (out.stdout + out.stderr)[-chars:]
+
+    def pods(self) -> list[dict]:
+        """The Deployment's pods that are not being deleted."""
+        dep = self.host.get("deployment", self.deployment, "-n", self.namespace)
+        selector = ",".join(f"{k}={v}" for k, v in dep["spec"]["selector"]["matchLabels"].items())
+        pods = self.host.get("pods", "-n", self.namespace, "-l", selector)["items"]
+        return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+    def runs(self, pod: str, namespace: str, name: str) -> dict[str, str]:
+        """Finished reconcile runs of one CR inside the operator pod: run id -> its stdout."""
+        artifacts = RUNNER_ROOT / namespace / name / "artifacts"
+        script = (f'cd {artifacts} 2>/dev/null || exit 0; for d in */; do d=${{d%/}}; '
+                  '[ "$d" != latest ] && [ -f "$d/status" ] && printf "\\n@@run %s\\n" "$d" && cat "$d/stdout"; '
+                  'done; true')
+        out = self.host.kubectl("exec", pod, "-n", self.namespace, "-c", "manager", "--", "sh", "-c", script,
+                                timeout=60).stdout
+        found = {}
+        for chunk in out.split("\n@@run ")[1:]:
+            run_id, _, stdout = chunk.partition("\n")
+            found[run_id] = stdout
+        return found
 
 
 # The operator image as the test bed builds it (hack/testenv/operator-image.sh) and imports it

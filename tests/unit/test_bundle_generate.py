@@ -259,3 +259,21 @@ def test_version_and_channels_come_from_the_makefile(tmp_path):
     makefile.write_text("VERSION ?= 4.5.6\n")
     with pytest.raises(gen.BundleError, match="CHANNELS, DEFAULT_CHANNEL"):
         gen.makefile_defaults(makefile)
+
+
+def test_the_operator_image_replaces_every_env_value_naming_the_old_one():
+    objs = kustomize_output()
+    deployment = next(o for o in objs if o["kind"] == "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "KARMADA_OPERATOR_IMAGE", "value": "docker.io/karmada/karmada-ansible-operator:0.1.0"},
+        {"name": "OTHER", "value": "kept"}]
+    container = csv_of(build(objs))["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"][
+        "containers"][0]
+    assert container["image"] == OPERATOR_IMAGE
+    assert container["env"] == [{"name": "KARMADA_OPERATOR_IMAGE", "value": OPERATOR_IMAGE},
+                                {"name": "OTHER", "value": "kept"}]
+
+
+def test_replaces_names_the_csv_of_the_version_upgraded():
+    assert "replaces" not in csv_of(build())["spec"]
+    assert csv_of(build(version="1.2.4", replaces="1.2.3"))["spec"]["replaces"] == "karmada-operator.v1.2.3"
