@@ -171,11 +171,7 @@ class RestoreReconciler:
         if problem:
             return self._failed(*problem)
         for member in plan["members"]:
-            try:
-                self.kube.create(er.pvc_manifest(plan, member))
-            except KubeError as exc:
-                if exc.status != 409:
-                    raise
+            self._create_unowned(er.pvc_manifest(plan, member))
             job = er.job_manifest(plan, member, self.image, None if self.creator else self.restore, self.pull_policy)
             try:
                 (self.creator or self.kube).create(job)
@@ -206,13 +202,32 @@ class RestoreReconciler:
         existing = self.kube.get("v1", "Secret", name, self.ns)
         if existing is not None:
             if (existing.get("data") or {}).get("ca.crt") == data["ca.crt"]:
+                self._create_unowned(existing)  # made by an earlier pass: only makes sure it is not ours
                 return None
             return "TargetHasCertificates", (f"Secret {name} already holds another CA: the KarmadaDeployment ran "
                                              "before this restore; restore into a new KarmadaDeployment")
-        self.kube.create({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                          "metadata": {"name": name, "namespace": self.ns, "labels": plan["target"]["labels"]},
-                          "data": {k: data[k] for k in er.PKI_KEYS}})
+        self._create_unowned({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                              "metadata": {"name": name, "namespace": self.ns, "labels": plan["target"]["labels"]},
+                              "data": {k: data[k] for k in er.PKI_KEYS}})
         return None
+
+    def _create_unowned(self, obj: dict[str, Any]) -> None:
+        """Create what the restored Karmada keeps (its etcd volumes, its CA): never owned by this
+        EtcdRestore. ansible-operator's proxy gives every object a run creates an ownerReference
+        to the CR being reconciled, so deleting a finished EtcdRestore would garbage-collect the
+        restored etcd's volumes; the reference is taken off again (on each pass, idempotent)."""
+        meta = obj["metadata"]
+        try:
+            created = self.kube.create(obj)
+        except KubeError as exc:
+            if exc.status != 409:
+                raise
+            created = self.kube.get(obj["apiVersion"], obj["kind"], meta["name"], self.ns) or {}
+        owners = (created.get("metadata") or {}).get("ownerReferences") or []
+        if any(o.get("kind") == er.KIND for o in owners):
+            keep = [o for o in owners if o.get("kind") != er.KIND]
+            self.kube.merge_patch(obj["apiVersion"], obj["kind"], meta["name"],
+                                  {"metadata": {"ownerReferences": keep or None}}, self.ns)
 
     def _remove_volumes(self, plan: Mapping[str, Any]) -> None:
         for member in plan["members"]:

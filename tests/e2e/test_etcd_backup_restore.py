@@ -352,6 +352,18 @@ def test_restore_into_a_new_karmada_brings_back_everything_and_keeps_the_members
         assert bookinfo_running(env.members[m])
         assert pod_uids(env.members[m]) == uids[m], m  # nothing on the members was recreated
 
+    # A finished restore can be deleted: the restored Karmada keeps its etcd volume and its CA
+    # (objects the restore made, never owned by it, so the garbage collector leaves them).
+    kept = [("pvc", f"data-{TARGET}-etcd-0"), ("secret", f"{TARGET}-pki")]
+    for kind, name in kept:
+        owners = env.host.get(kind, name, "-n", TARGET_NS)["metadata"].get("ownerReferences") or []
+        assert not [o for o in owners if o["kind"] == "EtcdRestore"], (kind, name, owners)
+    env.host.kubectl("delete", "etcdrestore", "move", "-n", TARGET_NS, "--timeout=120s", timeout=150)
+    time.sleep(15)  # the garbage collector would act within seconds
+    for kind, name in kept:
+        assert "deletionTimestamp" not in env.host.get(kind, name, "-n", TARGET_NS)["metadata"], (kind, name)
+    target.wait_for(lambda: members_ready(target.get(), 2), 300, "the new Karmada Ready after the restore's deletion")
+
     # The data-center move: the old site goes (Retain: its finalizer leaves the members joined,
     # they belong to the new plane now), and the new plane keeps both members.
     env.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p",
