@@ -230,6 +230,10 @@ class RestoreReconciler:
                                   {"metadata": {"ownerReferences": keep or None}}, self.ns)
 
     def _remove_volumes(self, plan: Mapping[str, Any]) -> None:
+        """After a failure: the member Jobs (their pods hold the volumes: a claim in use is not
+        deleted; the reason is in status and in an Event), then the volumes this restore made."""
+        for member in plan["members"]:
+            self.kube.delete("batch/v1", "Job", member["job"], self.ns)
         for member in plan["members"]:
             pvc = self.kube.get("v1", "PersistentVolumeClaim", member["pvc"], self.ns)
             if pvc is not None and (pvc["metadata"].get("labels") or {}).get(er.LABEL_RESTORE) == self.name:
