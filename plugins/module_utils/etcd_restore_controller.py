@@ -202,7 +202,7 @@ class RestoreReconciler:
         existing = self.kube.get("v1", "Secret", name, self.ns)
         if existing is not None:
             if (existing.get("data") or {}).get("ca.crt") == data["ca.crt"]:
-                self._create_unowned(existing)  # made by an earlier pass: only makes sure it is not ours
+                self._disown("v1", "Secret", existing)  # made by an earlier pass
                 return None
             return "TargetHasCertificates", (f"Secret {name} already holds another CA: the KarmadaDeployment ran "
                                              "before this restore; restore into a new KarmadaDeployment")
@@ -223,11 +223,16 @@ class RestoreReconciler:
             if exc.status != 409:
                 raise
             created = self.kube.get(obj["apiVersion"], obj["kind"], meta["name"], self.ns) or {}
-        owners = (created.get("metadata") or {}).get("ownerReferences") or []
-        if any(o.get("kind") == er.KIND for o in owners):
+        self._disown(obj["apiVersion"], obj["kind"], created)
+
+    def _disown(self, api_version: str, kind: str, obj: Mapping[str, Any]) -> None:
+        """Take an EtcdRestore's ownerReference off ``obj`` (as read from the API), if it has one."""
+        meta = obj.get("metadata") or {}
+        owners = meta.get("ownerReferences") or []
+        if meta.get("name") and any(o.get("kind") == er.KIND for o in owners):
             keep = [o for o in owners if o.get("kind") != er.KIND]
-            self.kube.merge_patch(obj["apiVersion"], obj["kind"], meta["name"],
-                                  {"metadata": {"ownerReferences": keep or None}}, self.ns)
+            self.kube.merge_patch(api_version, kind, meta["name"], {"metadata": {"ownerReferences": keep or None}},
+                                  self.ns)
 
     def _remove_volumes(self, plan: Mapping[str, Any]) -> None:
         """After a failure: the member Jobs (their pods hold the volumes: a claim in use is not

@@ -146,3 +146,30 @@ def test_unreachable_server_is_status_0_with_a_one_line_reason(server):
             assert (err.value.status, err.value.reason) == (0, "Unreachable")
             assert err.value.message.startswith(f"cannot reach the Kubernetes API at https://127.0.0.1:{port}: ")
             assert "Connection refused" in err.value.message and "\n" not in err.value.message
+
+
+def test_restore_leaves_what_it_creates_unowned(kube, server):
+    """ansible-operator's proxy gives what a run creates an ownerReference to the EtcdRestore
+    (simulated here: the objects are created with it): the restore takes it off, on the first
+    pass (create) and on later ones (the object exists), so deleting the restore never
+    garbage-collects the restored Karmada's volumes or CA."""
+    from etcd_restore_controller import RestoreReconciler
+
+    restore = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdRestore",
+               "metadata": {"name": "move", "namespace": NS, "uid": "0b0c4b8e-1111-4222-8333-944455556666"}}
+    owner = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdRestore", "name": "move",
+             "uid": restore["metadata"]["uid"]}
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper", "uid": "0b0c4b8e-2222-4222-8333-944455556666"}
+    reconciler = RestoreReconciler(kube, restore, image="unused")
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+              "metadata": {"name": "vault2-pki", "namespace": NS, "ownerReferences": [owner, other]},
+              "data": {"ca.crt": base64.b64encode(b"ca").decode()}}
+    reconciler._create_unowned(secret)  # created (owned, as through the proxy), then disowned
+    got = kube.get("v1", "Secret", "vault2-pki", NS)
+    assert [o["kind"] for o in got["metadata"]["ownerReferences"]] == ["ConfigMap"]  # others' owners stay
+    kube.merge_patch("v1", "Secret", "vault2-pki", {"metadata": {"ownerReferences": [owner]}}, NS)
+    reconciler._create_unowned(secret)  # exists (409): disowned again
+    assert not kube.get("v1", "Secret", "vault2-pki", NS)["metadata"].get("ownerReferences")
+    kube.merge_patch("v1", "Secret", "vault2-pki", {"metadata": {"ownerReferences": [owner]}}, NS)
+    reconciler._disown("v1", "Secret", kube.get("v1", "Secret", "vault2-pki", NS))  # the existing-CA path
+    assert not kube.get("v1", "Secret", "vault2-pki", NS)["metadata"].get("ownerReferences")
