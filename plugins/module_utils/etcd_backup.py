@@ -38,10 +38,10 @@ try:  # as Ansible ships it to a module
     from ansible.module_utils import k8s_conditions, karmada_plan
     from ansible.module_utils.etcd_gateway import EtcdClient, EtcdError, Status
     from ansible.module_utils.etcd_snapshots import (
+        EtcdctlFollow,
         EtcdSnapshotError,
         StreamedSnapshot,
-        etcdctl_snapshot,
-        read_checked,
+        check_chunks,
         snapshot_revision,
         stream_snapshot,
     )
@@ -51,10 +51,10 @@ except ImportError:  # as plain Python (tests, the backup Job)
     import karmada_plan  # type: ignore[no-redef]
     from etcd_gateway import EtcdClient, EtcdError, Status  # type: ignore[no-redef]
     from etcd_snapshots import (  # type: ignore[no-redef]
+        EtcdctlFollow,
         EtcdSnapshotError,
         StreamedSnapshot,
-        etcdctl_snapshot,
-        read_checked,
+        check_chunks,
         snapshot_revision,
         stream_snapshot,
     )
@@ -696,10 +696,11 @@ def _ours(plan: Mapping[str, Any], snapshots: Sequence[store_lib.SnapshotInfo]) 
     return [s for s in snapshots if pattern.fullmatch(s.name)]
 
 
-def _stream_into(writer: store_lib.SnapshotWriter, client: EtcdClient, member: Status, staged: Path | None,
-                 chunk_timeout: float) -> StreamedSnapshot:
-    """Put the snapshot into ``writer``: the staged file (checked on the way) or the gateway stream."""
-    if staged is None:
+def _stream_into(writer: store_lib.SnapshotWriter, client: EtcdClient, member: Status,
+                 follow: EtcdctlFollow | None, chunk_timeout: float) -> StreamedSnapshot:
+    """Put the snapshot into ``writer``: etcdctl's file as it is written (checked on the way), or
+    the gateway stream."""
+    if follow is None:
         try:
             return stream_snapshot(client, writer.write, member.endpoint, chunk_timeout)
         except EtcdSnapshotError as exc:
@@ -707,15 +708,18 @@ def _stream_into(writer: store_lib.SnapshotWriter, client: EtcdClient, member: S
         except EtcdError as exc:
             raise BackupFailed(f"snapshot from {member.endpoint} failed: {exc}", "EtcdUnavailable") from exc
     t0 = time.monotonic()
-    reader = read_checked(staged, whole_hash=False)  # the writer hashes the whole file
-    for chunk in reader:
-        writer.write(chunk)
+    reader = check_chunks(follow, whole_hash=False)  # the writer hashes the whole file
+    try:
+        for chunk in reader:
+            writer.write(chunk)
+    except EtcdSnapshotError as exc:  # etcdctl failed: what was written is aborted with the writer
+        raise BackupFailed(str(exc), "EtcdUnavailable") from exc
     checked = reader.result
     if checked is None or not checked.trailer_ok:
         raise BackupFailed(f"snapshot from {member.endpoint} failed its sha256 check (etcd's trailer): the "
                            "file was cut or corrupted; not keeping it", "SnapshotCorrupted")
     try:
-        revision = snapshot_revision(staged)
+        revision = snapshot_revision(follow.path)
     except EtcdSnapshotError as exc:
         raise BackupFailed(str(exc), "SnapshotCorrupted") from exc
     return StreamedSnapshot(checked.size, writer.sha256, revision, "", member.endpoint,
@@ -739,30 +743,27 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
     Raises BackupFailed (reason) or a StoreError (reason) and then nothing new is listed.
 
     With ``etcdctl`` (a path) the snapshot is taken by ``etcdctl snapshot save`` (gRPC) into
-    ``staging_dir`` and then streamed into the store in one pass that also checks etcd's
-    trailer; without it, through the JSON gateway with no local copy (slower, no binary needed).
+    ``staging_dir`` and its bytes go to the store as they land (the snapshot and the upload
+    overlap), in one pass that also checks etcd's trailer; without it, through the JSON gateway
+    with no local copy (slower, no binary needed).
     """
     started = clock()
     store.check()  # an unreachable store fails before etcd is asked for anything
     member = choose_member(_statuses(client))
     name = plan["snapshot"]["name"]
     taken_at = datetime.now(UTC)
-    staged = None
+    follow = None
     phases: dict[str, float] = {}
     mark = clock()
     if etcdctl:
-        staged = Path(staging_dir or ".") / f".{name}.staging"
         tls = plan["etcd"]["tls"]
-        try:
-            etcdctl_snapshot(etcdctl, member.endpoint, staged, cacert=tls["ca"], cert=tls["cert"], key=tls["key"])
-        except EtcdSnapshotError as exc:
-            staged.unlink(missing_ok=True)
-            raise BackupFailed(str(exc), "EtcdUnavailable") from exc
-        phases["snapshot"] = round(clock() - mark, 3)
-        mark = clock()
+        follow = EtcdctlFollow(etcdctl, member.endpoint, Path(staging_dir or ".") / f".{name}.staging",
+                               cacert=tls["ca"], cert=tls["cert"], key=tls["key"])
     try:
         with store.writer(name) as writer:
-            streamed = _stream_into(writer, client, member, staged, chunk_timeout)
+            streamed = _stream_into(writer, client, member, follow, chunk_timeout)
+            if follow is not None and follow.seconds is not None:
+                phases["snapshot"] = follow.seconds  # overlaps "store": the store takes bytes as they land
             after = None
             with contextlib.suppress(EtcdError):  # without it the upper bound is unknown; the trailer still holds
                 after = client.status(member.endpoint)
@@ -781,8 +782,8 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
                 taken_at=taken_at, keys=keys, counts=counts)
             info = writer.commit(meta)
     finally:
-        if staged is not None:
-            staged.unlink(missing_ok=True)
+        if follow is not None:
+            follow.path.unlink(missing_ok=True)
     if info.sha256 != streamed.sha256 or info.size != streamed.size:
         store.delete(name)
         raise BackupFailed(f"{store}: the store recorded other bytes ({info.size}, sha256 {info.sha256}) than "

@@ -16,7 +16,7 @@ import mmap
 import os
 import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -143,32 +143,36 @@ class CheckedFile:
 
 
 class _CheckedReader:
-    def __init__(self, path: Path, chunk: int, whole_hash: bool) -> None:
-        self.path, self.chunk, self.whole_hash = path, chunk, whole_hash
+    def __init__(self, chunks: Iterable[bytes], whole_hash: bool) -> None:
+        self.chunks, self.whole_hash = chunks, whole_hash
         self.result: CheckedFile | None = None
 
     def __iter__(self) -> Iterator[bytes]:
         whole, digest = (hashlib.sha256() if self.whole_hash else None), hashlib.sha256()
         tail, size = b"", 0
-        with open(self.path, "rb") as handle:
-            while True:
-                blob = handle.read(self.chunk)
-                if not blob:
-                    break
-                yield blob
-                if whole is not None:
-                    whole.update(blob)
-                size += len(blob)
-                buf = tail + blob if len(blob) < HASH_SIZE else None
-                if buf is None:
-                    digest.update(tail)
-                    digest.update(memoryview(blob)[:-HASH_SIZE])
-                    tail = blob[-HASH_SIZE:]
-                else:
-                    digest.update(buf[:-HASH_SIZE])
-                    tail = buf[-HASH_SIZE:]
+        for blob in self.chunks:
+            if not blob:
+                continue
+            yield blob
+            if whole is not None:
+                whole.update(blob)
+            size += len(blob)
+            buf = tail + blob if len(blob) < HASH_SIZE else None
+            if buf is None:
+                digest.update(tail)
+                digest.update(memoryview(blob)[:-HASH_SIZE])
+                tail = blob[-HASH_SIZE:]
+            else:
+                digest.update(buf[:-HASH_SIZE])
+                tail = buf[-HASH_SIZE:]
         ok = size > HASH_SIZE and size % 512 == HASH_SIZE and digest.digest() == tail
         self.result = CheckedFile(size, whole.hexdigest() if whole is not None else "", ok)
+
+
+def _file_chunks(path: Path, chunk: int) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        while blob := handle.read(chunk):
+            yield blob
 
 
 def read_checked(path: str | os.PathLike[str], chunk: int = 8 << 20, whole_hash: bool = True) -> _CheckedReader:
@@ -176,7 +180,30 @@ def read_checked(path: str | os.PathLike[str], chunk: int = 8 << 20, whole_hash:
     sha256 trailer in the same pass; ``.result`` (CheckedFile) is set after the last chunk.
     One read of the file instead of a verify pass and an upload pass. ``whole_hash=False``
     leaves the sha256 of the whole file to the caller (a store writer computes it anyway)."""
-    return _CheckedReader(Path(path), chunk, whole_hash)
+    return _CheckedReader(_file_chunks(Path(path), chunk), whole_hash)
+
+
+def check_chunks(chunks: Iterable[bytes], whole_hash: bool = True) -> _CheckedReader:
+    """:func:`read_checked` over chunks from anywhere, e.g. :func:`etcdctl_snapshot_follow`."""
+    return _CheckedReader(chunks, whole_hash)
+
+
+def _etcdctl_argv(etcdctl: str, target: str, path: str | os.PathLike[str], cacert: str, cert: str, key: str,
+                  timeout: float) -> list[str]:
+    return [etcdctl, f"--endpoints={target}", f"--cacert={cacert}", f"--cert={cert}", f"--key={key}",
+            "--dial-timeout=10s", f"--command-timeout={int(timeout)}s", "snapshot", "save", str(path)]
+
+
+def _etcdctl_env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ETCDCTL_API": "3"}
+
+
+def _last_line(*texts: str) -> str:
+    for text in texts:
+        lines = (text or "").strip().splitlines()
+        if lines:
+            return lines[-1]
+    return "no output"
 
 
 def etcdctl_snapshot(etcdctl: str, endpoint: str, path: str | os.PathLike[str], *, cacert: str, cert: str,
@@ -187,19 +214,93 @@ def etcdctl_snapshot(etcdctl: str, endpoint: str, path: str | os.PathLike[str], 
     import subprocess
 
     target = validate_endpoint(endpoint)
-    argv = [etcdctl, f"--endpoints={target}", f"--cacert={cacert}", f"--cert={cert}", f"--key={key}",
-            "--dial-timeout=10s", f"--command-timeout={int(timeout)}s", "snapshot", "save", str(path)]
+    argv = _etcdctl_argv(etcdctl, target, path, cacert, cert, key, timeout)
     started = time.monotonic()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 30, check=False,
-                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ETCDCTL_API": "3"})
+                              env=_etcdctl_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EtcdSnapshotError(f"etcdctl snapshot save from {target} did not run: {exc}") from exc
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["no output"])[-1]
         Path(f"{path}.part").unlink(missing_ok=True)
-        raise EtcdSnapshotError(f"etcdctl snapshot save from {target} failed: {last}")
+        raise EtcdSnapshotError(f"etcdctl snapshot save from {target} failed: {_last_line(proc.stderr, proc.stdout)}")
     return round(time.monotonic() - started, 3)
+
+
+class EtcdctlFollow:
+    """``etcdctl snapshot save`` into ``path`` while its bytes are read as they land.
+
+    etcdctl writes ``<path>.part`` (and renames it to ``path`` when the stream ended); iterating
+    yields that file's bytes as it grows, so a store can take them while the snapshot is still
+    coming (the two overlap instead of adding up). The iteration ends once etcdctl has exited
+    and the file is read to its end; it raises EtcdSnapshotError when etcdctl failed (nothing
+    read may then be kept). ``seconds`` is etcdctl's run time. Closing the iterator early stops
+    etcdctl. The bytes are not checked here: wrap it in :func:`check_chunks`.
+    """
+
+    def __init__(self, etcdctl: str, endpoint: str, path: str | os.PathLike[str], *, cacert: str, cert: str,
+                 key: str, timeout: float = 3600.0, chunk: int = 8 << 20, poll: float = 0.02) -> None:
+        self.target = validate_endpoint(endpoint)
+        self.path, self.part = Path(path), Path(f"{path}.part")
+        self.argv = _etcdctl_argv(etcdctl, self.target, path, cacert, cert, key, timeout)
+        self.timeout, self.chunk, self.poll = timeout, chunk, poll
+        self.seconds: float | None = None
+
+    def _failed(self, proc: Any, errors: Any) -> EtcdSnapshotError:
+        errors.seek(0)
+        text = errors.read().decode(errors="replace")
+        return EtcdSnapshotError(f"etcdctl snapshot save from {self.target} failed: {_last_line(text)}")
+
+    def __iter__(self) -> Iterator[bytes]:
+        import subprocess
+        import tempfile
+
+        for stale in (self.path, self.part):
+            stale.unlink(missing_ok=True)
+        started = time.monotonic()
+        deadline = started + self.timeout + 30
+        with tempfile.TemporaryFile(dir=self.path.parent) as errors:
+            try:
+                proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=errors, env=_etcdctl_env())
+            except OSError as exc:
+                raise EtcdSnapshotError(f"etcdctl snapshot save from {self.target} did not run: {exc}") from exc
+            handle = None
+            try:
+                while handle is None:  # the .part file, or the final one if etcdctl was that quick
+                    exited = proc.poll() is not None
+                    for candidate in (self.part, self.path):
+                        with contextlib.suppress(FileNotFoundError):
+                            handle = open(candidate, "rb")  # noqa: SIM115 - closed in finally
+                            break
+                    if handle is None:
+                        if exited:
+                            raise self._failed(proc, errors) if proc.returncode else EtcdSnapshotError(
+                                f"etcdctl snapshot save from {self.target} wrote no file")
+                        if time.monotonic() > deadline:
+                            raise EtcdSnapshotError(f"etcdctl snapshot save from {self.target} timed out")
+                        time.sleep(self.poll)
+                while True:
+                    exited = proc.poll() is not None  # before the read: a final empty read is then the end
+                    blob = handle.read(self.chunk)
+                    if blob:
+                        yield blob
+                    elif exited:
+                        break
+                    elif time.monotonic() > deadline:
+                        raise EtcdSnapshotError(f"etcdctl snapshot save from {self.target} timed out")
+                    else:
+                        time.sleep(self.poll)
+                if proc.returncode != 0:
+                    raise self._failed(proc, errors)
+                self.seconds = round(time.monotonic() - started, 3)
+            finally:
+                if handle is not None:
+                    handle.close()
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                self.part.unlink(missing_ok=True)
 
 
 def save_snapshot(

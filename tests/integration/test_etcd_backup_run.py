@@ -203,6 +203,53 @@ def test_backup_to_s3_through_the_job_cli(etcd, bin_path, s3_server, tmp_path, m
     assert restore_and_read(bin_path, etcd, local, tmp_path) == expected_keys()
 
 
+def broken_etcdctl(bin_path, tmp_path: Path, how: str) -> str:
+    """The real etcdctl behind a wrapper that spoils what lands in ``<path>.part``, the file
+    etcdctl streams into: ``cut`` writes the first half of the snapshot and exits 1 as a dropped
+    stream does; ``flipped`` writes it whole with one byte flipped in the middle (a bad wire or
+    disk), renames it to ``<path>`` and exits 0."""
+    wrapper = tmp_path / f"etcdctl-{how}"
+    wrapper.write_text(f"""#!{sys.executable}
+import os, subprocess, sys
+*args, out = sys.argv[1:]
+subprocess.run([{bin_path('etcdctl')!r}, *args, out + ".real"], check=True, capture_output=True)
+data = bytearray(open(out + ".real", "rb").read())
+os.unlink(out + ".real")
+with open(out + ".part", "wb") as part:
+    if {how!r} == "cut":
+        part.write(data[: len(data) // 2])
+        sys.stderr.write("rpc error: code = Unavailable desc = error reading from server: EOF\\n")
+        sys.exit(1)
+    data[len(data) // 2] ^= 1
+    part.write(data)
+os.rename(out + ".part", out)
+""")
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+@pytest.mark.parametrize(("how", "reason"), [("cut", "EtcdUnavailable"), ("flipped", "SnapshotCorrupted")])
+def test_a_snapshot_spoiled_while_it_streams_into_s3_is_not_kept(etcd, bin_path, s3_server, tmp_path, how, reason):
+    """The store takes etcdctl's bytes while they are written: a stream cut halfway, or a
+    byte flipped on the way, leaves no snapshot, no unfinished upload and no staged file."""
+    bucket = s3_server.create_bucket()
+    plan = s3_plan(etcd, s3_server, bucket)
+    store = job.open_store(plan, s3_env(s3_server))
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    with pytest.raises(eb.BackupFailed) as err:
+        eb.run_backup(plan, etcd.client(timeout=30), store, etcdctl=broken_etcdctl(bin_path, tmp_path, how),
+                      staging_dir=str(staging))
+    assert err.value.reason == reason, err.value
+    if how == "cut":
+        assert "error reading from server" in str(err.value)
+    else:
+        assert "sha256" in str(err.value)
+    assert store.list() == [] and store.incomplete_uploads() == []
+    assert s3_server.client().list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
+    assert list(staging.iterdir()) == []
+
+
 def run_job_cli(env: dict[str, str], argv: list[str] | None = None) -> tuple[int, dict]:
     """The Job's command, as a subprocess with only the given environment (plus PATH)."""
     done = subprocess.run([sys.executable, str(JOB_SCRIPT), *(argv or [])], capture_output=True, text=True, timeout=300,

@@ -577,3 +577,42 @@ def test_cli_reads_s3_credentials_from_mounted_files_before_the_environment(tmp_
                             {"AWS_ACCESS_KEY_ID": "AKENV", "AWS_SECRET_ACCESS_KEY": "s"})
     assert creds.access_key_id == "AKENV"
     assert "AKENV" not in repr(creds) and "secret-from-file" not in repr(job.credentials(plan, {}))
+
+
+def slow_writer(tmp_path: Path, pieces: int, pause: float, rc: int = 0) -> str:
+    """Stands in for etcdctl: writes ``<path>.part`` in pieces with pauses, then renames it."""
+    script = tmp_path / "slow-etcdctl"
+    script.write_text(f"""#!/bin/sh
+for a; do out="$a"; done
+i=0
+while [ $i -lt {pieces} ]; do printf 'piece%03d;' $i >> "$out.part"; i=$((i+1)); sleep {pause}; done
+[ {rc} -eq 0 ] || {{ echo "gave up at piece $i" >&2; rm -f "$out.part"; exit {rc}; }}
+mv "$out.part" "$out"
+""")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_follow_hands_over_bytes_while_etcdctl_still_writes(tmp_path):
+    from etcd_snapshots import EtcdctlFollow
+
+    follow = EtcdctlFollow(slow_writer(tmp_path, 4, 0.3), "https://127.0.0.1:2379", tmp_path / "snap.db",
+                           cacert="ca", cert="c", key="k", poll=0.01)
+    started, arrivals, data = time.monotonic(), [], b""
+    for blob in follow:
+        arrivals.append(time.monotonic() - started)
+        data += blob
+    assert data == b"".join(b"piece%03d;" % i for i in range(4))
+    assert (tmp_path / "snap.db").read_bytes() == data and not (tmp_path / "snap.db.part").exists()
+    # the first bytes came long before the writer finished (4 pieces 0.3 s apart)
+    assert len(arrivals) >= 3 and arrivals[0] < follow.seconds - 0.5, (arrivals, follow.seconds)
+
+
+def test_follow_raises_with_etcdctls_last_line_when_it_fails(tmp_path):
+    from etcd_snapshots import EtcdctlFollow
+
+    follow = EtcdctlFollow(slow_writer(tmp_path, 2, 0.05, rc=3), "https://127.0.0.1:2379", tmp_path / "snap.db",
+                           cacert="ca", cert="c", key="k", poll=0.01)
+    with pytest.raises(EtcdSnapshotError, match="gave up at piece 2"):
+        b"".join(follow)
+    assert list(tmp_path.glob("snap.db*")) == []
