@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -148,11 +149,39 @@ def test_unreachable_server_is_status_0_with_a_one_line_reason(server):
             assert "Connection refused" in err.value.message and "\n" not in err.value.message
 
 
-def test_restore_leaves_what_it_creates_unowned(kube, server):
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def operator_kube(server, tmp_path_factory):
+    """A client that is the operator's ServiceAccount with exactly config/rbac/role.yaml's
+    ClusterRole: what the operator may do on a real cluster, not what an admin may."""
+    role = yaml.safe_load((ROOT / "config/rbac/role.yaml").read_text())
+    role["metadata"] = {"name": "karmada-operator-manager-role"}
+    server.kubectl("create", "serviceaccount", "operator", "-n", NS)
+    server.kubectl("apply", "-f", "-", input_text=json.dumps(role))
+    server.kubectl("create", "clusterrolebinding", "karmada-operator-manager", "--clusterrole",
+                   "karmada-operator-manager-role", f"--serviceaccount={NS}:operator")
+    token = server.kubectl("create", "token", "operator", "-n", NS, "--duration=1h").stdout.strip()
+    config = yaml.safe_load(server.kubeconfig.read_text())
+    config["users"][0]["user"] = {"token": token}
+    path = tmp_path_factory.mktemp("operator-sa") / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    client = Kube.from_file(str(path))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def test_restore_leaves_what_it_creates_unowned(kube, operator_kube):
     """ansible-operator's proxy gives what a run creates an ownerReference to the EtcdRestore
     (simulated here: the objects are created with it): the restore takes it off, on the first
     pass (create) and on later ones (the object exists), so deleting the restore never
-    garbage-collects the restored Karmada's volumes or CA."""
+    garbage-collects the restored Karmada's volumes or CA. It runs as the operator's
+    ServiceAccount with the operator's ClusterRole (a missing verb there once stopped every
+    restore on the test bed); ``kube`` (admin) plays the proxy."""
     from etcd_restore_controller import RestoreReconciler
 
     restore = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdRestore",
@@ -160,16 +189,21 @@ def test_restore_leaves_what_it_creates_unowned(kube, server):
     owner = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdRestore", "name": "move",
              "uid": restore["metadata"]["uid"]}
     other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper", "uid": "0b0c4b8e-2222-4222-8333-944455556666"}
-    reconciler = RestoreReconciler(kube, restore, image="unused")
+    reconciler = RestoreReconciler(operator_kube, restore, image="unused")
     secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
               "metadata": {"name": "vault2-pki", "namespace": NS, "ownerReferences": [owner, other]},
               "data": {"ca.crt": base64.b64encode(b"ca").decode()}}
-    reconciler._create_unowned(secret)  # created (owned, as through the proxy), then disowned
-    got = kube.get("v1", "Secret", "vault2-pki", NS)
-    assert [o["kind"] for o in got["metadata"]["ownerReferences"]] == ["ConfigMap"]  # others' owners stay
-    kube.merge_patch("v1", "Secret", "vault2-pki", {"metadata": {"ownerReferences": [owner]}}, NS)
-    reconciler._create_unowned(secret)  # exists (409): disowned again
-    assert not kube.get("v1", "Secret", "vault2-pki", NS)["metadata"].get("ownerReferences")
-    kube.merge_patch("v1", "Secret", "vault2-pki", {"metadata": {"ownerReferences": [owner]}}, NS)
-    reconciler._disown("v1", "Secret", kube.get("v1", "Secret", "vault2-pki", NS))  # the existing-CA path
-    assert not kube.get("v1", "Secret", "vault2-pki", NS)["metadata"].get("ownerReferences")
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+           "metadata": {"name": "data-vault2-etcd-0", "namespace": NS, "ownerReferences": [owner, other]},
+           "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    for obj in (secret, pvc):
+        api, kind, name = obj["apiVersion"], obj["kind"], obj["metadata"]["name"]
+        reconciler._create_unowned(obj)  # created (owned, as through the proxy), then disowned
+        got = kube.get(api, kind, name, NS)
+        assert [o["kind"] for o in got["metadata"]["ownerReferences"]] == ["ConfigMap"], kind  # others' stay
+        kube.merge_patch(api, kind, name, {"metadata": {"ownerReferences": [owner]}}, NS)
+        reconciler._create_unowned(obj)  # exists (409): disowned again
+        assert not kube.get(api, kind, name, NS)["metadata"].get("ownerReferences"), kind
+        kube.merge_patch(api, kind, name, {"metadata": {"ownerReferences": [owner]}}, NS)
+        reconciler._disown(api, kind, kube.get(api, kind, name, NS))  # the existing-object path
+        assert not kube.get(api, kind, name, NS)["metadata"].get("ownerReferences"), kind
