@@ -303,6 +303,9 @@ def target_cr(env: Env, name: str) -> dict:
             "spec": spec}
 
 
+# A backup, a restore (about 4 minutes), the restore's deletion and the old site's (up to 10):
+# more than the 900 s default on 2 cores.
+@pytest.mark.timeout(2400)
 def test_restore_into_a_new_karmada_brings_back_everything_and_keeps_the_members(env: Env):
     # A fresh backup of the source, to S3.
     bucket = env.s3.create_bucket()
