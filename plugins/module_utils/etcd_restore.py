@@ -40,6 +40,9 @@ KIND = "EtcdRestore"
 PLAN_FORMAT = 1
 LABEL_RESTORE = "operator.karmada.io/etcd-restore"
 ANN_SEEDED = "operator.karmada.io/etcd-restored-from"  # on the target KarmadaDeployment
+# On the target too, when a restore it waits for fails: the annotation change starts its reconcile
+# (watchAnnotationsChanges), so its Ready message names the failure instead of "Running".
+ANN_FAILED = "operator.karmada.io/etcd-restore-failed"
 MEMBER_ROOT = "/var/lib/etcd-restore"  # each Job mounts its member's volume at MEMBER_ROOT/<member>
 STAGING_DIR = "/var/run/etcd-restore"
 DATA_SUBDIR = "data"  # the StatefulSet runs etcd with --data-dir=/var/lib/etcd/data on the volume

@@ -142,6 +142,7 @@ class RestoreReconciler:
                     f"the restore Job of {member['name']} ended {done} without a result; see "
                     f"kubectl logs -n {self.ns} job/{member['job']}")
                 self._remove_volumes(plan)
+                self._tell_target(target, reason)
                 return self._failed(reason, f"{member['name']}: {message}")
             results.append(doc)
         if running:
@@ -243,6 +244,16 @@ class RestoreReconciler:
             pvc = self.kube.get("v1", "PersistentVolumeClaim", member["pvc"], self.ns)
             if pvc is not None and (pvc["metadata"].get("labels") or {}).get(er.LABEL_RESTORE) == self.name:
                 self.kube.delete("v1", "PersistentVolumeClaim", member["pvc"], self.ns)
+
+    def _tell_target(self, target: Mapping[str, Any] | None, reason: str) -> None:
+        """Start the reconcile of a KarmadaDeployment that waits for this restore, now failed, so its
+        status says so (it mirrors the restore's state when it runs)."""
+        conds = ((target or {}).get("status") or {}).get("conditions") or []
+        if target is None or any(c.get("type") == "EtcdReady" for c in conds):
+            return  # not waiting for us
+        self.kube.merge_patch(er.API_VERSION, "KarmadaDeployment", target["metadata"]["name"],
+                              {"metadata": {"annotations": {er.ANN_FAILED: f"{self.name}@{_rfc3339(self.now)}: "
+                                                                          f"{reason}"}}}, self.ns)
 
     def _seeded(self, plan: Mapping[str, Any], target: Mapping[str, Any], results: list[dict[str, Any]]) -> Outcome:
         first = results[0]

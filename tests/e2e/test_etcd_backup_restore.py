@@ -419,9 +419,11 @@ def test_a_flipped_byte_fails_the_restore_before_any_etcd_member_exists(env: Env
     wait_for(lambda: env.host.kubectl("get", "pvc", "data-broken-etcd-0", "-n", TARGET_NS,
                                       check=False).returncode != 0, 180, "the unwritten member volume to be gone",
              env.operator.log_tail)
-    kd = env.host.get("karmadadeployment", "broken", "-n", TARGET_NS)
+    # The failed restore wakes the Karmada waiting for it: its status names the failure.
+    kd = wait_for(lambda: (lambda kd: kd if "IntegrityCheckFailed" in condition(kd, "Ready").get("message", "")
+                           else None)(env.host.get("karmadadeployment", "broken", "-n", TARGET_NS)),
+                  300, "the waiting Karmada to report the failed restore", env.operator.log_tail)
     assert condition(kd, "Ready")["reason"] == "WaitingForRestore"
-    assert "IntegrityCheckFailed" in condition(kd, "Ready")["message"]
 
     # A restore into a Karmada that has data (the restored one) is refused, and changes nothing.
     before = env.host.get("statefulset", f"{TARGET}-etcd", "-n", TARGET_NS)["metadata"]["uid"]

@@ -207,3 +207,34 @@ def test_restore_leaves_what_it_creates_unowned(kube, operator_kube):
         kube.merge_patch(api, kind, name, {"metadata": {"ownerReferences": [owner]}}, NS)
         reconciler._disown(api, kind, kube.get(api, kind, name, NS))  # the existing-object path
         assert not kube.get(api, kind, name, NS)["metadata"].get("ownerReferences"), kind
+
+
+def test_a_failed_restore_wakes_the_karmada_that_waits_for_it(kube, operator_kube, server):
+    """A KarmadaDeployment waiting for its restore mirrors the restore's state when it
+    reconciles; a failed restore annotates it (the runtime watches annotation changes) so its
+    status names the failure. One that already has an etcd is not touched. As the operator's
+    ServiceAccount, on the real CRD."""
+    from etcd_restore import ANN_FAILED
+    from etcd_restore_controller import RestoreReconciler
+
+    server.kubectl("apply", "-f", str(ROOT / "config/crd/bases/operator.karmada.io_karmadadeployments.yaml"))
+    server.kubectl("wait", "--for=condition=Established", "crd/karmadadeployments.operator.karmada.io")
+    sample = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+    restore = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdRestore",
+               "metadata": {"name": "flipped", "namespace": NS, "uid": "0b0c4b8e-3333-4222-8333-944455556666"}}
+    reconciler = RestoreReconciler(operator_kube, restore, image="unused")
+    for name, status in (("waiting", None), ("running", {"conditions": [
+            {"type": "EtcdReady", "status": "True", "reason": "Healthy", "message": "1/1",
+             "lastTransitionTime": "2026-12-02T00:00:00Z"}]})):
+        kd = {**sample, "metadata": {"name": name, "namespace": NS}}
+        kube.create(kd)
+        if status:
+            kube.merge_patch("operator.karmada.io/v1alpha1", "KarmadaDeployment", name, {"status": status}, NS,
+                             subresource="status")
+        reconciler._tell_target(kube.get("operator.karmada.io/v1alpha1", "KarmadaDeployment", name, NS),
+                                "IntegrityCheckFailed")
+    waiting = kube.get("operator.karmada.io/v1alpha1", "KarmadaDeployment", "waiting", NS)
+    assert waiting["metadata"]["annotations"][ANN_FAILED].startswith("flipped@")
+    assert waiting["metadata"]["annotations"][ANN_FAILED].endswith(": IntegrityCheckFailed")
+    running = kube.get("operator.karmada.io/v1alpha1", "KarmadaDeployment", "running", NS)
+    assert ANN_FAILED not in (running["metadata"].get("annotations") or {})
