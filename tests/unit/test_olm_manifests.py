@@ -160,11 +160,12 @@ def test_bundle_labels_are_the_committed_annotations():
     assert all(f"LABEL {k}={v}\n" in dockerfile for k, v in labels.items())
 
 
-def test_crds_the_quickstart_lacks_come_from_the_chart():
-    crd = lambda name: {"kind": "CustomResourceDefinition", "metadata": {"name": name}}  # noqa: E731
-    quick = [crd("subscriptions.operators.coreos.com")]
-    chart = [crd("olmconfigs.operators.coreos.com"), crd("subscriptions.operators.coreos.com")]
-    merged = olm.merge_crds(quick, chart)
-    assert [c["metadata"]["name"] for c in merged] == ["subscriptions.operators.coreos.com",
-                                                      "olmconfigs.operators.coreos.com"]
-    assert merged[0] is quick[0]
+def test_the_charts_crds_win_and_the_quickstart_fills_gaps():
+    crd = lambda name, gen: {"kind": "CustomResourceDefinition", "metadata": {"name": name}, "gen": gen}  # noqa: E731
+    quick = [crd("subscriptions.operators.coreos.com", "old"), crd("only-in-quickstart.operators.coreos.com", "old")]
+    chart = [crd("olmconfigs.operators.coreos.com", "new"), crd("subscriptions.operators.coreos.com", "new")]
+    merged = olm.merge_crds(chart, quick)
+    assert [(c["metadata"]["name"], c["gen"]) for c in merged] == [
+        ("olmconfigs.operators.coreos.com", "new"), ("subscriptions.operators.coreos.com", "new"),
+        ("only-in-quickstart.operators.coreos.com", "old")]
+
