@@ -22,6 +22,7 @@ See docs/backup-restore.md, "How a backup runs".
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import re
 import time
@@ -60,6 +61,7 @@ except ImportError:  # as plain Python (tests, the backup Job)
     )
 
 DEFAULT_MAX_BACKUPS = 7  # the CRD's default for spec.retention.maxBackups
+DEFAULT_JOB_RESOURCES = {"requests": {"cpu": "100m", "memory": "128Mi"}}  # spec.jobResources unset
 PLAN_FORMAT = 1
 
 # Where the backup Job mounts what it reads (the lead's Job template uses these paths).
@@ -190,6 +192,7 @@ def backup_plan(backup_cr: Mapping[str, Any], karmada_cr: Mapping[str, Any] | No
         "schedule": {"cron": schedule, "timeZone": time_zone, "suspend": bool(spec.get("suspend", False))},
         "lock": lease_name(kplan),
         "jobName": job_name(name, when, seconds=scheduled_time is None),
+        "jobResources": copy.deepcopy(spec.get("jobResources") or DEFAULT_JOB_RESOURCES),
     }
     return plan
 

@@ -106,7 +106,7 @@ def job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] |
         "volumeMounts": mounts,
         "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
                             "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True},
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+        "resources": plan.get("jobResources") or eb.DEFAULT_JOB_RESOURCES,
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
     return {

@@ -156,3 +156,15 @@ def test_event_object_names_the_backup():
     assert ev["involvedObject"] == {"apiVersion": cr_pass.API_VERSION, "kind": "EtcdBackup", "name": "nightly",
                                     "namespace": "karmada-system", "uid": "bk-uid"}
     assert len(ev["message"]) == 1000 and ev["metadata"]["generateName"] == "nightly."
+
+
+def test_the_job_requests_what_spec_job_resources_says_else_the_default():
+    kd = karmada()
+    plan = eb.backup_plan(backup(), kd, now=NOW)
+    assert ctl.job_manifest(plan, "example/op:1")["spec"]["template"]["spec"]["containers"][0]["resources"] == \
+        {"requests": {"cpu": "100m", "memory": "128Mi"}}
+    asked = {"requests": {"cpu": "1", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
+    bk = backup()
+    bk["spec"]["jobResources"] = asked
+    plan = eb.backup_plan(bk, kd, now=NOW)
+    assert ctl.job_manifest(plan, "example/op:1")["spec"]["template"]["spec"]["containers"][0]["resources"] == asked
