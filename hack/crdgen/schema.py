@@ -711,9 +711,7 @@ def etcd_backup_spec() -> Schema:
             "suspend": s("Pause the schedule.", "boolean", default=False),
             "jobResources": {**resources(), "description": (
                 "Compute resources of the backup Job's container (default: requests cpu 100m, memory "
-                "128Mi, no limits). The Job streams the whole snapshot through etcdctl, two sha256 passes "
-                "and the upload: on a busy node a larger CPU request makes it faster, and namespaces with "
-                "a ResourceQuota need limits here.")},
+                "128Mi, no limits). Namespaces with a ResourceQuota need requests and limits here.")},
             "retention": obj("How many backups to keep.", {
                 "maxBackups": s("Keep the newest N snapshots; older ones are deleted.", "integer", minimum=1,
                                 maximum=1000, default=7),
