@@ -184,7 +184,7 @@ def read_checked(path: str | os.PathLike[str], chunk: int = 8 << 20, whole_hash:
 
 
 def check_chunks(chunks: Iterable[bytes], whole_hash: bool = True) -> _CheckedReader:
-    """:func:`read_checked` over chunks from anywhere, e.g. :func:`etcdctl_snapshot_follow`."""
+    """:func:`read_checked` over chunks from anywhere, e.g. :class:`EtcdctlFollow`."""
     return _CheckedReader(chunks, whole_hash)
 
 
@@ -206,29 +206,9 @@ def _last_line(*texts: str) -> str:
     return "no output"
 
 
-def etcdctl_snapshot(etcdctl: str, endpoint: str, path: str | os.PathLike[str], *, cacert: str, cert: str,
-                     key: str, timeout: float = 3600.0) -> float:
-    """``etcdctl snapshot save`` from one member into ``path`` (gRPC, etcd's own client: about
-    2.7x the JSON gateway's throughput); returns the seconds it took. EtcdSnapshotError with
-    etcdctl's last line when it fails. etcdctl writes ``<path>.part`` and renames it."""
-    import subprocess
-
-    target = validate_endpoint(endpoint)
-    argv = _etcdctl_argv(etcdctl, target, path, cacert, cert, key, timeout)
-    started = time.monotonic()
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 30, check=False,
-                              env=_etcdctl_env())
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise EtcdSnapshotError(f"etcdctl snapshot save from {target} did not run: {exc}") from exc
-    if proc.returncode != 0:
-        Path(f"{path}.part").unlink(missing_ok=True)
-        raise EtcdSnapshotError(f"etcdctl snapshot save from {target} failed: {_last_line(proc.stderr, proc.stdout)}")
-    return round(time.monotonic() - started, 3)
-
-
 class EtcdctlFollow:
-    """``etcdctl snapshot save`` into ``path`` while its bytes are read as they land.
+    """``etcdctl snapshot save`` (gRPC, etcd's own client: about 2.7x the JSON gateway's
+    throughput) into ``path`` while its bytes are read as they land.
 
     etcdctl writes ``<path>.part`` (and renames it to ``path`` when the stream ended); iterating
     yields that file's bytes as it grows, so a store can take them while the snapshot is still
@@ -246,7 +226,7 @@ class EtcdctlFollow:
         self.timeout, self.chunk, self.poll = timeout, chunk, poll
         self.seconds: float | None = None
 
-    def _failed(self, proc: Any, errors: Any) -> EtcdSnapshotError:
+    def _failed(self, errors: Any) -> EtcdSnapshotError:
         errors.seek(0)
         text = errors.read().decode(errors="replace")
         return EtcdSnapshotError(f"etcdctl snapshot save from {self.target} failed: {_last_line(text)}")
@@ -275,7 +255,7 @@ class EtcdctlFollow:
                             break
                     if handle is None:
                         if exited:
-                            raise self._failed(proc, errors) if proc.returncode else EtcdSnapshotError(
+                            raise self._failed(errors) if proc.returncode else EtcdSnapshotError(
                                 f"etcdctl snapshot save from {self.target} wrote no file")
                         if time.monotonic() > deadline:
                             raise EtcdSnapshotError(f"etcdctl snapshot save from {self.target} timed out")
@@ -292,7 +272,7 @@ class EtcdctlFollow:
                     else:
                         time.sleep(self.poll)
                 if proc.returncode != 0:
-                    raise self._failed(proc, errors)
+                    raise self._failed(errors)
                 self.seconds = round(time.monotonic() - started, 3)
             finally:
                 if handle is not None:
