@@ -19,7 +19,9 @@ what an admin would run by hand, in one run on the same machine.
    bump and mark-compacted) for the same one member. The source's own install (apply -> Ready,
    empty etcd) is printed as well: the restore's apply -> Ready is an install plus the seeding.
 
-Env: ETCD_BENCH_DB_MB, BENCH_BACKUP_TIMEOUT (seconds per wait, default 1800). Needs root; a
+Env: ETCD_BENCH_DB_MB, BENCH_BACKUP_TIMEOUT (seconds per wait, default 1800),
+BENCH_ETCD_RESOURCES (JSON: the source's spec.etcd.local.resources; default the operator's),
+BENCH_JOB_RESOURCES (JSON: spec.jobResources of the second backup; default a one-CPU request). Needs root; a
 host cluster that is not running is started with hack/testenv/up.sh and taken down afterwards.
 """
 
@@ -59,8 +61,9 @@ TIMEOUT = float(os.environ.get("BENCH_BACKUP_TIMEOUT", "1800"))
 BIN = Path(settings()["KO_LINKS"])
 # The Karmada's etcd keeps etcd's default --max-request-bytes (1.5 MiB): 16 values of 64 KiB a txn.
 PER_TXN = 16
-# A second backup with a CPU request for the Job's pod: whether the in-pod time is CPU weight.
-JOB_CPU = {"requests": {"cpu": "1", "memory": "256Mi"}}
+# A second backup with other spec.jobResources: how the Job's CPU weight against etcd's moves the
+# in-pod time (a one-CPU request, measured, starves an etcd with the default 100m).
+JOB_CPU = json.loads(os.environ.get("BENCH_JOB_RESOURCES") or '{"requests": {"cpu": "1", "memory": "256Mi"}}')
 
 
 class Bed:
@@ -107,6 +110,8 @@ def karmada(name: str, crds, storage: dict) -> dict:
     spec.pop("members", None)
     spec["crds"] = {"url": crds.url, "sha256": crds.sha256}
     spec["etcd"]["local"] = {"replicas": 1, "storage": storage}
+    if os.environ.get("BENCH_ETCD_RESOURCES"):
+        spec["etcd"]["local"]["resources"] = json.loads(os.environ["BENCH_ETCD_RESOURCES"])
     spec["apiServer"] = {"replicas": 1, "serviceType": "ClusterIP"}
     return cr
 

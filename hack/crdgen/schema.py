@@ -17,8 +17,10 @@ from typing import Any
 _MODULE_UTILS = str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils")
 if _MODULE_UTILS not in sys.path:
     sys.path.insert(0, _MODULE_UTILS)
+import etcd_backup  # noqa: E402
 import karmada_components as registry  # noqa: E402
 import karmada_pki as pki  # noqa: E402
+import karmada_plan  # noqa: E402
 
 DURATION = pki.DURATION_PATTERN
 
@@ -158,6 +160,12 @@ def quantity_or_int(description: str) -> Schema:
                 "a quantity must not be negative"),
         ],
     }
+
+
+def describe_resources(res: dict[str, dict[str, str]]) -> str:
+    """A resources default in words: "requests cpu 100m, memory 100Mi, no limits"."""
+    parts = [f"{kind} " + ", ".join(f"{k} {v}" for k, v in amounts.items()) for kind, amounts in res.items()]
+    return "; ".join(parts + ([] if "limits" in res else ["no limits"]))
 
 
 def resources() -> Schema:
@@ -367,7 +375,10 @@ def etcd_schema() -> Schema:
             "version": s(f"etcd image tag, e.g. {registry.DEFAULT_ETCD_TAG}.", pattern=TAG),
             "image": image_override(),
             "storage": {**storage, "default": {}},
-            "resources": resources(),
+            "resources": {**resources(), "description": (
+                "Compute resources of each etcd member (default: "
+                f"{describe_resources(karmada_plan.DEFAULT_ETCD_RESOURCES)}, as kubeadm gives its etcd; an etcd "
+                "with no request has the lowest CPU weight on its node).")},
             "nodeSelector": string_map("Node labels the etcd pods must match."),
             "tolerations": tolerations("Taints the etcd pods tolerate."),
             "affinity": affinity(),
@@ -710,8 +721,9 @@ def etcd_backup_spec() -> Schema:
                           minLength=1, maxLength=64, pattern=TIME_ZONE),
             "suspend": s("Pause the schedule.", "boolean", default=False),
             "jobResources": {**resources(), "description": (
-                "Compute resources of the backup Job's container (default: requests cpu 100m, memory "
-                "128Mi, no limits). Namespaces with a ResourceQuota need requests and limits here.")},
+                "Compute resources of the backup Job's container (default: "
+                f"{describe_resources(etcd_backup.DEFAULT_JOB_RESOURCES)}). Namespaces with a ResourceQuota need "
+                "requests and limits here.")},
             "retention": obj("How many backups to keep.", {
                 "maxBackups": s("Keep the newest N snapshots; older ones are deleted.", "integer", minimum=1,
                                 maximum=1000, default=7),

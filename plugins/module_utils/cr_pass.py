@@ -5,6 +5,7 @@ its Events. The modules in plugins/modules are argument specs around :func:`run`
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ except ImportError:  # as plain Python (tests)
     from karmada_kube import Kube, KubeConfigError, KubeError  # type: ignore[no-redef]
 
 API_VERSION = "operator.karmada.io/v1alpha1"
+FOLLOW_ACTIONS = ("started", "running")  # a Job runs: a reconciler with ``follow`` may wait for it
 IMAGE_ENV = "KARMADA_OPERATOR_IMAGE"  # the operator's own image, for the Jobs (config/manager sets it)
 
 COMMON_ARGS: dict[str, Any] = {
@@ -50,6 +52,25 @@ def event_object(obj: Mapping[str, Any], event: Mapping[str, str], now: datetime
             "count": 1}
 
 
+def _one_pass(live: Kube, creator: Kube | None, obj: dict[str, Any], image: str, p: Mapping[str, Any],
+              make: Callable[..., Any]) -> tuple[Any, Outcome, bool]:
+    """Reconcile ``obj`` once; write its status (when it differs) and Events."""
+    rec = make(live, obj, image, pull_policy=p["image_pull_policy"], creator=creator)
+    outcome = rec.reconcile()
+    current = obj.get("status") or {}
+    new = outcome.status
+    wrote = False
+    if new != current and outcome.action != "deleting":
+        patch = {**new, **{k: None for k in current.keys() - new.keys()}}
+        meta = obj["metadata"]
+        live.merge_patch(API_VERSION, obj["kind"], meta["name"], {"status": patch}, meta["namespace"],
+                         subresource="status")
+        wrote = True
+    for event in outcome.events:
+        live.create(event_object(obj, event, rec.now))
+    return rec, outcome, wrote
+
+
 def run(module: Any, kind: str, make: Callable[..., Any]) -> None:
     """``make(live, obj, image, pull_policy=, creator=)`` returns a reconciler (an empty image: it
     says so in status when it needs one) whose
@@ -70,17 +91,20 @@ def run(module: Any, kind: str, make: Callable[..., Any]) -> None:
             obj = live.get(API_VERSION, kind, p["name"], p["namespace"])
             if obj is None:
                 module.exit_json(changed=False, action="none", phase="", msg=f"{kind} not found")
-            rec = make(live, obj, image, pull_policy=p["image_pull_policy"], creator=proxy if via_proxy else None)
-            outcome = rec.reconcile()
-            current = obj.get("status") or {}
-            new = outcome.status
-            wrote = False
-            if new != current and outcome.action != "deleting":
-                patch = {**new, **{k: None for k in current.keys() - new.keys()}}
-                live.merge_patch(API_VERSION, kind, p["name"], {"status": patch}, p["namespace"], subresource="status")
-                wrote = True
-            for event in outcome.events:
-                live.create(event_object(obj, event, rec.now))
+            rec, outcome, wrote = _one_pass(live, proxy if via_proxy else None, obj, image, p, make)
+            # A reconciler that can wait for its Job (``follow``) records a short one in this
+            # pass, up to follow_seconds; the pass ends when the Job does or the time is up.
+            deadline = time.monotonic() + float(p.get("follow_seconds") or 0)
+            while outcome.action in FOLLOW_ACTIONS and hasattr(rec, "follow") and outcome.status.get("activeJob"):
+                left = deadline - time.monotonic()
+                if left <= 0 or not rec.follow(outcome.status["activeJob"], left):
+                    break
+                obj = live.get(API_VERSION, kind, p["name"], p["namespace"])
+                if obj is None:
+                    break
+                rec, later, wrote_later = _one_pass(live, proxy if via_proxy else None, obj, image, p, make)
+                outcome = Outcome(later.status, later.events, later.action, outcome.changed or later.changed)
+                wrote = wrote or wrote_later
         except KubeError as exc:
             module.fail_json(msg=f"{where}: {exc.status} {exc.reason}: {exc.message}")
     module.exit_json(changed=outcome.changed or wrote, action=outcome.action, phase=outcome.status.get("phase", ""))

@@ -39,10 +39,10 @@ try:  # as Ansible ships it to a module
     from ansible.module_utils import k8s_conditions, karmada_plan
     from ansible.module_utils.etcd_gateway import EtcdClient, EtcdError, Status
     from ansible.module_utils.etcd_snapshots import (
+        HASH_SIZE,
         EtcdctlFollow,
         EtcdSnapshotError,
         StreamedSnapshot,
-        check_chunks,
         snapshot_revision,
         stream_snapshot,
     )
@@ -52,10 +52,10 @@ except ImportError:  # as plain Python (tests, the backup Job)
     import karmada_plan  # type: ignore[no-redef]
     from etcd_gateway import EtcdClient, EtcdError, Status  # type: ignore[no-redef]
     from etcd_snapshots import (  # type: ignore[no-redef]
+        HASH_SIZE,
         EtcdctlFollow,
         EtcdSnapshotError,
         StreamedSnapshot,
-        check_chunks,
         snapshot_revision,
         stream_snapshot,
     )
@@ -711,21 +711,31 @@ def _stream_into(writer: store_lib.SnapshotWriter, client: EtcdClient, member: S
         except EtcdError as exc:
             raise BackupFailed(f"snapshot from {member.endpoint} failed: {exc}", "EtcdUnavailable") from exc
     t0 = time.monotonic()
-    reader = check_chunks(follow, whole_hash=False)  # the writer hashes the whole file
+    # One sha256 over the data, the writer's: etcd's trailer (the last 32 bytes) is held back
+    # until the end and checked against the writer's hash of everything before it.
+    tail, size = b"", 0
     try:
-        for chunk in reader:
-            writer.write(chunk)
+        for blob in follow:
+            size += len(blob)
+            if len(blob) >= HASH_SIZE:
+                writer.write(tail)
+                writer.write(memoryview(blob)[:-HASH_SIZE])
+                tail = bytes(blob[-HASH_SIZE:])
+            else:
+                buf = tail + blob
+                writer.write(buf[:-HASH_SIZE])
+                tail = buf[-HASH_SIZE:]
     except EtcdSnapshotError as exc:  # etcdctl failed: what was written is aborted with the writer
         raise BackupFailed(str(exc), "EtcdUnavailable") from exc
-    checked = reader.result
-    if checked is None or not checked.trailer_ok:
+    if not (size > HASH_SIZE and size % 512 == HASH_SIZE and writer.sha256_digest() == tail):
         raise BackupFailed(f"snapshot from {member.endpoint} failed its sha256 check (etcd's trailer): the "
                            "file was cut or corrupted; not keeping it", "SnapshotCorrupted")
+    writer.write(tail)
     try:
         revision = snapshot_revision(follow.path)
     except EtcdSnapshotError as exc:
         raise BackupFailed(str(exc), "SnapshotCorrupted") from exc
-    return StreamedSnapshot(checked.size, writer.sha256, revision, "", member.endpoint,
+    return StreamedSnapshot(size, writer.sha256, revision, "", member.endpoint,
                             round(time.monotonic() - t0, 3))
 
 

@@ -3,13 +3,17 @@
 Each pass reads the EtcdBackup, its KarmadaDeployment and this backup's Jobs, and does at most
 one thing:
 
-1. a Job that finished and is not recorded yet: read its one result line (pod log), write
+1. a Job that finished (its condition, or its container's end as the kubelet reports it) and is
+   not recorded yet: read its one result line (termination message or pod log), write
    status (Succeeded with the snapshot, or Failed with the Job's reason), an Event, free the
    lock, label the Job recorded (Kubernetes removes it after a day);
 2. a Job still running: status Running;
 3. nothing running and a backup due (no schedule: once; a schedule: its most recent tick; a
    failed on-demand backup: after its back-off, or at once when the spec changed): check etcd
    is Ready, take the lock (a Lease per etcd), create the Job, status Running, an Event.
+
+After 2 or 3 the module may wait in the same pass (``follow``, bounded) for the Job to end and
+then record it (1): a short backup is done without another pass after the Job controller.
 
 The Job runs ``etcd_backup_job.py`` from the operator image (which carries etcdctl): see
 docs/backup-restore.md "How a backup runs". Pure helpers (``job_manifest``, ``backoff``,
@@ -19,6 +23,7 @@ docs/backup-restore.md "How a backup runs". Pure helpers (``job_manifest``, ``ba
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -253,10 +258,41 @@ class BackupReconciler:
     def _jobs(self) -> list[dict[str, Any]]:
         return self.kube.list("batch/v1", "Job", self.ns, label_selector=f"{LABEL_BACKUP}={self.name}")
 
-    def _job_log(self, job: Mapping[str, Any]) -> str:
-        job_name = job["metadata"]["name"]
-        pods = self.kube.list("v1", "Pod", self.ns, label_selector=f"job-name={job_name}")
+    def _pods(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+        pods = self.kube.list("v1", "Pod", self.ns, label_selector=f"job-name={job['metadata']['name']}")
         pods.sort(key=lambda p: p["metadata"].get("creationTimestamp") or "")
+        return pods
+
+    def _ended(self, job: Mapping[str, Any]) -> str:
+        """``Complete``, ``Failed`` or '' (running): the Job's condition, or else its container's
+        end as the kubelet reported it (exit 0: Complete). The pod's end is known seconds before
+        the Job controller writes the condition; the result is in the pod (termination message)."""
+        done = job_finished(job)
+        if done:
+            return done
+        for pod in self._pods(job):
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+                term = (cs.get("state") or {}).get("terminated")
+                if cs.get("name") == CONTAINER and term:
+                    return "Complete" if term.get("exitCode") == 0 else "Failed"
+        return ""
+
+    def follow(self, job_name: str, seconds: float, poll: float = 1.0) -> bool:
+        """Wait in this pass, up to ``seconds``, for the running backup Job to end. True: it ended
+        (or is gone), reconcile again to record it now; a backup that fits in the wait is recorded
+        without a pass after the Job controller's update. False: still running; the Job's end
+        triggers a pass as it would without the wait."""
+        deadline = time.monotonic() + seconds
+        while True:
+            job = self.kube.get("batch/v1", "Job", job_name, self.ns)
+            if job is None or self._ended(job):
+                return True
+            if time.monotonic() + poll > deadline:
+                return False
+            time.sleep(poll)
+
+    def _job_log(self, job: Mapping[str, Any]) -> str:
+        pods = self._pods(job)
         for pod in reversed(pods):
             for cs in (pod.get("status") or {}).get("containerStatuses") or []:
                 term = ((cs.get("state") or {}).get("terminated") or {})
@@ -336,7 +372,7 @@ class BackupReconciler:
         unrecorded = [j for j in jobs if (j["metadata"].get("labels") or {}).get(LABEL_RECORDED) != "true"]
         unrecorded.sort(key=lambda j: j["metadata"].get("creationTimestamp") or "")
         for job in unrecorded:
-            done = job_finished(job)
+            done = self._ended(job)
             if not done:
                 scheduled = eb.parse_rfc3339((job["metadata"].get("annotations") or {}).get(ANN_SCHEDULED))
                 out = self._status(running=True, scheduled_time=scheduled if self.spec.get("schedule") else None)

@@ -386,6 +386,11 @@ class SnapshotWriter:
         """sha256 (hex) of the bytes written so far."""
         return self._digest.hexdigest()
 
+    def sha256_digest(self) -> bytes:
+        """sha256 (raw) of the bytes written so far: a writer that holds back etcd's 32-byte
+        trailer checks it against this, with no second hash over the data."""
+        return self._digest.copy().digest()
+
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._state != "open":
             raise StoreWriteFailed(f"{self._store}: snapshot {self.name!r} writer is {self._state}", str(self._store))

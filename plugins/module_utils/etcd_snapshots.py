@@ -183,11 +183,6 @@ def read_checked(path: str | os.PathLike[str], chunk: int = 8 << 20, whole_hash:
     return _CheckedReader(_file_chunks(Path(path), chunk), whole_hash)
 
 
-def check_chunks(chunks: Iterable[bytes], whole_hash: bool = True) -> _CheckedReader:
-    """:func:`read_checked` over chunks from anywhere, e.g. :class:`EtcdctlFollow`."""
-    return _CheckedReader(chunks, whole_hash)
-
-
 def _etcdctl_argv(etcdctl: str, target: str, path: str | os.PathLike[str], cacert: str, cert: str, key: str,
                   timeout: float) -> list[str]:
     return [etcdctl, f"--endpoints={target}", f"--cacert={cacert}", f"--cert={cert}", f"--key={key}",
@@ -215,7 +210,8 @@ class EtcdctlFollow:
     coming (the two overlap instead of adding up). The iteration ends once etcdctl has exited
     and the file is read to its end; it raises EtcdSnapshotError when etcdctl failed (nothing
     read may then be kept). ``seconds`` is etcdctl's run time. Closing the iterator early stops
-    etcdctl. The bytes are not checked here: wrap it in :func:`check_chunks`.
+    etcdctl. The bytes are not checked here: the backup checks etcd's trailer as it stores them
+    (``etcd_backup._stream_into``).
     """
 
     def __init__(self, etcdctl: str, endpoint: str, path: str | os.PathLike[str], *, cacert: str, cert: str,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def _image_tag(image: str) -> str:
+def image_tag(image: str) -> str:
     """The tag of an image reference, or its digest when it is pinned by one (as the plan pins it)."""
     if "@" in image:
         return image.split("@", 1)[1]
@@ -13,19 +13,41 @@ def _image_tag(image: str) -> str:
     return tail.split(":", 1)[1] if ":" in tail else ""
 
 
-def component_status(deployments: list[dict[str, Any]], plan: dict[str, Any]) -> list[dict[str, Any]]:
-    """status.components: one entry per workload the plan names, with the version it runs."""
+def observed_version(pods: list[dict[str, Any]], container: str) -> str:
+    """The version the ready pods of a component run, read from their container statuses (what
+    the runtime started, not the spec): one tag, or the tags joined with "," while pods of two
+    versions serve (mid-rollout); "" when no pod is ready. Pods being deleted do not count."""
+    tags: set[str] = set()
+    for pod in pods:
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+            if cs.get("name") == container and cs.get("ready"):
+                tags.add(image_tag(str(cs.get("image") or "")))
+    return ",".join(sorted(tags))
+
+
+def component_status(deployments: list[dict[str, Any]], plan: dict[str, Any],
+                     pods: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """status.components: one entry per workload the plan names, with the version its ready
+    pods run (``pods``: the control plane's pods; without them, the Deployment's template)."""
     by_name = {d["metadata"]["name"]: d for d in deployments}
-    wanted = [(plan["apiserver"]["name"], plan["apiserver"]["version"], "karmada-apiserver")]
-    wanted += [(c["name"], c["version"], c["component"]) for c in plan["components"] if c["enabled"]]
+    wanted = [(plan["apiserver"]["name"], plan["apiserver"]["version"], "karmada-apiserver", "kube-apiserver")]
+    wanted += [(c["name"], c["version"], c["component"], c["component"]) for c in plan["components"] if c["enabled"]]
     out = []
-    for name, desired, component in wanted:
+    for name, desired, component, container in wanted:
         dep = by_name.get(name) or {}
         containers = (((dep.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
         status = dep.get("status") or {}
+        if pods is not None:
+            mine = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(
+                "app.kubernetes.io/name") == component]
+            version = observed_version(mine, container)
+        else:
+            version = image_tag(containers[0]["image"]) if containers else ""
         out.append({
             "name": component,
-            "version": _image_tag(containers[0]["image"]) if containers else "",
+            "version": version,
             "desiredVersion": desired,
             "replicas": int((dep.get("spec") or {}).get("replicas") or 0),
             "readyReplicas": int(status.get("readyReplicas") or 0),

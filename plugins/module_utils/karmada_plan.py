@@ -9,6 +9,7 @@ order. Nothing here talks to a cluster.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from typing import Any
@@ -21,6 +22,10 @@ except ImportError:  # unit tests and hack/crdgen import module_utils directly
 # Defaults and paths have their home in the registry module.
 CRDS_URL_TEMPLATE = karmada_components.CRDS_URL_TEMPLATE
 DEFAULT_ETCD_TAG = karmada_components.DEFAULT_ETCD_TAG
+# spec.etcd.local.resources unset: kubeadm's requests for its etcd. Without a request etcd is
+# BestEffort, the lowest CPU weight on the node: any busy pod (a backup Job, a controller)
+# starves it, and every Karmada request waits on it.
+DEFAULT_ETCD_RESOURCES = {"requests": {"cpu": "100m", "memory": "100Mi"}}
 DEFAULT_KARMADA_REGISTRY = karmada_components.DEFAULT_KARMADA_REGISTRY
 DEFAULT_KARMADA_VERSION = karmada_components.DEFAULT_KARMADA_VERSION
 DEFAULT_KUBERNETES_REGISTRY = karmada_components.DEFAULT_KUBERNETES_REGISTRY
@@ -271,7 +276,8 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
             "hostPath": storage.get("hostPath") or "",
         },
         "args": _args({}, local.get("extraArgs"), {}, key="etcd", field="spec.etcd.local.extraArgs"),
-        "pod": _pod(spec, local, replicas),
+        "pod": {**_pod(spec, local, replicas),
+                "resources": copy.deepcopy(local.get("resources") or DEFAULT_ETCD_RESOURCES)},
     }
 
 

@@ -35,6 +35,14 @@ options:
   kubeconfig:
     description: Path of a kubeconfig (default as k8s_status).
     type: path
+  follow_seconds:
+    description:
+      - After starting a backup Job (or finding one running), wait up to this long in the same
+        pass for it to end and record it then, from its pod's termination message, instead of in
+        a pass after the Job controller marks the Job complete. 0 does not wait. The wait holds
+        one of the EtcdBackup controller's workers.
+    type: int
+    default: 60
 author: Karmada-Operator developers
 """
 
@@ -62,7 +70,8 @@ from ansible.module_utils.etcd_backup_controller import BackupReconciler  # noqa
 
 
 def main() -> None:
-    run(AnsibleModule(argument_spec=COMMON_ARGS, supports_check_mode=False), "EtcdBackup", BackupReconciler)
+    spec = {**COMMON_ARGS, "follow_seconds": {"type": "int", "default": 60}}
+    run(AnsibleModule(argument_spec=spec, supports_check_mode=False), "EtcdBackup", BackupReconciler)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import karmada_observed as ko
 import karmada_plan as kp
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,3 +110,45 @@ def test_stuck_pods_are_named_with_their_cause():
                                  pods=pods[:1])
     assert message.startswith("Wait until every component is rolled out and ready: timed out; "
                               "karmada-controller-manager: ImagePullBackOff")
+
+
+@pytest.mark.parametrize("image, tag", [
+    ("docker.io/karmada/karmada-scheduler:v1.18.2", "v1.18.2"),
+    ("localhost:5000/karmada/karmada-scheduler:v1.17.1", "v1.17.1"),
+    ("registry.k8s.io/kube-apiserver@sha256:abcd", "sha256:abcd"),
+    ("localhost:5000/busybox", ""),
+])
+def test_image_tag(image, tag):
+    assert ko.image_tag(image) == tag
+
+
+def _spod(name, image, ready=True, deleting=False, container="karmada-scheduler", app="karmada-scheduler"):
+    meta = {"name": name, "labels": {"app.kubernetes.io/name": app},
+            **({"deletionTimestamp": "2026-12-02T00:00:00Z"} if deleting else {})}
+    return {"metadata": meta, "status": {"containerStatuses": [{"name": container, "image": image, "ready": ready}]}}
+
+
+def test_the_observed_version_is_what_ready_pods_run_not_the_spec():
+    new, old = "docker.io/karmada/karmada-scheduler:v1.18.2", "docker.io/karmada/karmada-scheduler:v1.17.1"
+    assert ko.observed_version([_spod("a", new), _spod("b", new)], "karmada-scheduler") == "v1.18.2"
+    # mid-rollout both serve
+    assert ko.observed_version([_spod("a", new), _spod("b", old)], "karmada-scheduler") == "v1.17.1,v1.18.2"
+    # a new pod that is not ready (image pull failing) and an old one going away do not count
+    assert ko.observed_version([_spod("a", new, ready=False), _spod("b", old), _spod("c", old, deleting=True)],
+                               "karmada-scheduler") == "v1.17.1"
+    assert ko.observed_version([_spod("a", new, container="sidecar")], "karmada-scheduler") == ""
+
+
+def test_status_components_report_the_version_of_the_running_pods():
+    plan = kp.build_plan(yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml")
+                                        .read_text()))
+    deps = [{"metadata": {"name": "karmada-scheduler"}, "spec": {"replicas": 1, "template": {"spec": {
+        "containers": [{"image": "docker.io/karmada/karmada-scheduler:v1.18.2"}]}}}, "status": {"readyReplicas": 1}}]
+    pods = [_spod("s", "docker.io/karmada/karmada-scheduler:v1.17.1"),
+            _spod("a", "registry.k8s.io/kube-apiserver:v1.34.12", container="kube-apiserver", app="karmada-apiserver")]
+    by = {c["name"]: c for c in ko.component_status(deps, plan, pods)}
+    # the spec says v1.18.2, the pod that serves still runs v1.17.1: status says what runs
+    assert (by["karmada-scheduler"]["version"], by["karmada-scheduler"]["desiredVersion"]) == ("v1.17.1", "v1.18.2")
+    assert by["karmada-apiserver"]["version"] == "v1.34.12"
+    assert by["karmada-webhook"]["version"] == ""  # no pod ready: no version claimed
+    assert {c["name"]: c["version"] for c in ko.component_status(deps, plan)}["karmada-scheduler"] == "v1.18.2"

@@ -228,3 +228,18 @@ def test_control_plane_hash_ignores_members_pause_and_deletion_policy_only():
             node = node[key]
         node[path[-1]] = value
         assert kp.build_plan(cr)["controlPlaneHash"] != base, path
+
+
+def test_etcd_gets_a_cpu_request_unless_the_spec_gives_resources():
+    """An etcd with no request is BestEffort: the lowest CPU weight on the node, starved by any
+    busy pod (measured: a backup Job halved its snapshot rate). The default is kubeadm's."""
+    bare = sample()
+    del bare["spec"]["etcd"]["local"]["resources"]  # the sample asks for some
+    plan = kp.build_plan(bare)
+    assert plan["etcd"]["pod"]["resources"] == {"requests": {"cpu": "100m", "memory": "100Mi"}}
+    cr = sample()
+    cr["spec"]["etcd"]["local"]["resources"] = {"requests": {"cpu": "2"}, "limits": {"memory": "8Gi"}}
+    assert kp.build_plan(cr)["etcd"]["pod"]["resources"] == {"requests": {"cpu": "2"}, "limits": {"memory": "8Gi"}}
+    # The default is a copy: a plan's change does not leak into the next plan.
+    plan["etcd"]["pod"]["resources"]["requests"]["cpu"] = "9"
+    assert kp.build_plan(bare)["etcd"]["pod"]["resources"]["requests"]["cpu"] == "100m"

@@ -1,0 +1,136 @@
+"""Roll the control plane's workloads one at a time, in the registry's order, each gated.
+
+A step is one component: its objects (Service, Deployment, ...) applied server-side, then its
+Deployment waited for: the new generation observed, every replica updated, ready and
+available, no pod of the old template left. A component whose objects did not change is
+checked with one read and not waited for unless it is not ready. The first component that
+does not become ready within the timeout stops the rollout: ``RolloutStopped`` names it and
+what its pods say (image pull, crash loop, unschedulable); the components before it stay
+new and those after it are not touched, so the plane keeps serving on a mix of versions
+that each passed its gate.
+
+Each step reports the version its ready pods run (the tag of the image in their
+containerStatuses, i.e. read from the running pods, not from the spec) and when it started
+and ended; the module turns these into status.upgrade and an Event per step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+try:  # as Ansible ships it to a module
+    from ansible.module_utils.karmada_kube import Kube
+    from ansible.module_utils.karmada_observed import observed_version, pod_problems
+except ImportError:  # as plain Python (tests)
+    from karmada_kube import Kube  # type: ignore[no-redef]
+    from karmada_observed import observed_version, pod_problems  # type: ignore[no-redef]
+
+
+@dataclass
+class Step:
+    """One component to roll: ``objects`` applied in order; ``deployment`` gated."""
+
+    name: str
+    objects: list[dict[str, Any]]
+    deployment: str
+    container: str
+    selector: str
+    replicas: int
+
+
+@dataclass
+class StepResult:
+    name: str
+    changed: bool
+    version: str
+    started: str
+    finished: str
+    seconds: float
+    pods: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class RolloutStopped(Exception):
+    """The rollout stopped at ``component`` (``reason``: RolloutTimeout, ...); ``done`` are
+    the steps that passed their gate before it."""
+
+    def __init__(self, component: str, reason: str, message: str, done: list[StepResult]):
+        super().__init__(message)
+        self.component, self.reason, self.done = component, reason, done
+
+
+def _rfc3339(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def deployment_ready(dep: Mapping[str, Any] | None, replicas: int) -> tuple[bool, str]:
+    """Whether a Deployment finished rolling out its current template with every replica ready
+    and available, and no pod of an older template left; else what is missing."""
+    if not dep:
+        return False, "not found"
+    meta, status = dep.get("metadata") or {}, dep.get("status") or {}
+    if int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
+        return False, "the new spec is not observed yet"
+    counts = {k: int(status.get(k) or 0) for k in ("replicas", "updatedReplicas", "readyReplicas",
+                                                    "availableReplicas")}
+    if counts["updatedReplicas"] < replicas:
+        return False, f"{counts['updatedReplicas']}/{replicas} replicas updated"
+    if counts["readyReplicas"] < replicas:
+        return False, f"{counts['readyReplicas']}/{replicas} replicas ready"
+    if counts["availableReplicas"] < replicas:
+        return False, f"{counts['availableReplicas']}/{replicas} replicas available"
+    if counts["replicas"] > replicas:
+        return False, f"{counts['replicas'] - replicas} old replica(s) still terminating"
+    return True, f"{replicas}/{replicas} replicas ready"
+
+
+def _progress_failed(dep: Mapping[str, Any]) -> str:
+    for cond in (dep.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Progressing" and cond.get("reason") == "ProgressDeadlineExceeded":
+            return str(cond.get("message") or "progress deadline exceeded")
+    return ""
+
+
+def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float, poll: float = 2.0,
+            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+            now: Callable[[], datetime] = lambda: datetime.now(UTC),
+            on_step: Callable[[StepResult], None] | None = None) -> list[StepResult]:
+    """Apply and gate ``steps`` in order (see the module docstring); the results of every step,
+    or RolloutStopped at the first that does not pass its gate within ``timeout`` seconds."""
+    done: list[StepResult] = []
+    for step in steps:
+        started, t0 = now(), clock()
+        changed = False
+        for obj in step.objects:
+            _, obj_changed = kube.apply(obj)
+            changed = changed or obj_changed
+        deadline = t0 + timeout
+        while True:
+            dep = kube.get("apps/v1", "Deployment", step.deployment, namespace)
+            ready, why = deployment_ready(dep, step.replicas)
+            if ready:
+                break
+            stuck = _progress_failed(dep or {})
+            if stuck or clock() >= deadline:
+                pods = kube.list("v1", "Pod", namespace, label_selector=step.selector)
+                problems = pod_problems(pods)
+                cause = "; ".join(problems) if problems else (stuck or why)
+                raise RolloutStopped(
+                    step.name, "RolloutTimeout" if not problems else "PodsNotReady",
+                    f"{step.name} did not become ready within {timeout:.0f} s ({why}): {cause}", done)
+            sleep(poll)
+        pods = kube.list("v1", "Pod", namespace, label_selector=step.selector)
+        result = StepResult(step.name, changed, observed_version(pods, step.container), _rfc3339(started),
+                            _rfc3339(now()), round(clock() - t0, 3),
+                            sorted(p["metadata"]["name"] for p in pods
+                                   if not (p.get("metadata") or {}).get("deletionTimestamp")))
+        done.append(result)
+        if on_step is not None:
+            on_step(result)
+    return done
