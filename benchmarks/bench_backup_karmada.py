@@ -85,6 +85,23 @@ class Bed:
             raise RuntimeError(f"{kind} {NS}/{name}: not {what} after {TIMEOUT:.0f} s; status {json.dumps(last)[:600]}")
         return obj
 
+    def watch_phase(self, kind: str, name: str, phases: tuple[str, ...]) -> float:
+        """Watch (not poll) until status.phase is one of ``phases``; the monotonic time it was seen."""
+        proc = subprocess.Popen([str(BIN / "kubectl"), "--kubeconfig", str(self.host.kubeconfig), "get", kind, name,
+                                 "-n", NS, "-w", "-o", "jsonpath={.status.phase}{\"\\n\"}"],
+                                stdout=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + TIMEOUT
+        try:
+            for line in proc.stdout:  # one line per change of the object
+                if line.strip() in phases:
+                    return time.monotonic()
+                if time.monotonic() > deadline:
+                    break
+        finally:
+            proc.kill()
+            proc.wait()
+        raise RuntimeError(f"{kind} {NS}/{name}: no phase in {phases} after {TIMEOUT:.0f} s")
+
     def etcd(self, name: str) -> tuple[str, dict[str, str]]:
         """The client URL of member 0 by pod IP, and the etcd CA plus a client certificate as files."""
         ip = self.get("pod", f"{name}-etcd-0")["status"]["podIP"]
@@ -215,9 +232,8 @@ def backup_once(bed, name: str, storage: dict, extra: dict | None = None) -> tup
     bed.apply({"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdBackup",
                "metadata": {"name": name, "namespace": NS},
                "spec": {"karmadaDeploymentRef": {"name": SOURCE}, "storage": {"s3": storage}, **(extra or {})}})
-    done = bed.wait("etcdbackup", name, lambda b: b.get("status", {}).get("phase") in ("Succeeded", "Failed"),
-                    "finished")
-    seconds = time.monotonic() - started
+    seconds = bed.watch_phase("etcdbackup", name, ("Succeeded", "Failed")) - started
+    done = bed.get("etcdbackup", name)
     if done["status"]["phase"] != "Succeeded":
         raise RuntimeError(f"EtcdBackup {name} failed: {condition(done, 'Ready')}")
     snap = done["status"]["lastSuccessfulBackup"]

@@ -621,11 +621,17 @@ def karmada_deployment_spec() -> Schema:
             "upgrade": obj(
                 "How version changes roll out.",
                 {
-                    "strategy": s("Full: every component in a safe order. Components: only those listed.",
+                    "strategy": s("Full: every component moves to spec.karmadaVersion, one at a time in the "
+                                  "registry's order. Components: only those listed move; the other Karmada "
+                                  "components stay on the version their pods run.",
                                   enum=["Full", "Components"], default="Full"),
                     "components": arr("Components that move with strategy Components.",
                                       s("Component key.", enum=upgradable()), maxItems=len(upgradable()),
                                       **{"x-kubernetes-list-type": "set"}),
+                    "allowDowngrade": s("Allow spec.karmadaVersion below the running version (one minor at a "
+                                        "time). Without it a downgrade is refused (UnsupportedUpgrade) unless it "
+                                        "goes back to the version the last upgrade started from (a rollback).",
+                                        "boolean", default=False),
                 },
                 default={},
                 **{"x-kubernetes-validations": [
@@ -693,6 +699,23 @@ def karmada_deployment_status() -> Schema:
                     "key": s("Key inside the Secret."),
                 }),
             })),
+            "upgrade": obj("The last version change (spec.karmadaVersion moved) and how far it got.", {
+                "fromVersion": s("Version the plane ran when the upgrade started."),
+                "toVersion": s("Version asked for."),
+                "phase": s("InProgress, Succeeded, or Stopped at a component (see stoppedAt, message).",
+                           enum=["InProgress", "Succeeded", "Stopped"]),
+                "stoppedAt": s("Component (or step) the upgrade stopped at."),
+                "message": s("Why it stopped."),
+                "startTime": s("When the upgrade started.", format="date-time"),
+                "endTime": s("When it finished or stopped.", format="date-time"),
+                "components": arr("Components rolled out by this upgrade, in the order they finished.",
+                                  obj("A component that passed its gate.", {
+                                      "name": s("Component name."),
+                                      "version": s("Version its ready pods ran after the rollout."),
+                                      "startTime": s("Rollout start.", format="date-time"),
+                                      "endTime": s("Rollout end (gate passed).", format="date-time"),
+                                  })),
+            }),
             "readyMembers": s("Ready members / members in spec, e.g. 2/3."),
             "controlPlaneHash": s("Hash of the control-plane plan the last full reconcile converged to; a spec "
                                   "edit that keeps it goes straight to the member plays.", maxLength=64),

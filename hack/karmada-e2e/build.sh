@@ -3,7 +3,8 @@
 # KARMADA_VERSION in hack/versions.env) as a test binary, and what running it needs, into
 # the cache outside the work tree, the way hack/testenv/build-bins.sh builds the test bed:
 #
-#   $KO_CACHE/bin/karmada-e2e-base-<version>   go test -c of the suite (ginkgo v2 inside)
+#   $KO_CACHE/bin/karmada-e2e-base-<version>.test   go test -c of the suite (ginkgo v2 inside;
+#                                              ginkgo's CLI runs only binaries named *.test)
 #   $KO_CACHE/bin/ginkgo-<ginkgo version>      ginkgo's CLI at the version Karmada requires
 #                                              (runs the binary with parallel processes)
 #   $KO_CACHE/bin/karmadactl-<version>         by build-bins.sh (the karmadactl specs run it)
@@ -46,7 +47,7 @@ if [ ! -f "$dir/go.mod" ]; then
 fi
 
 # The suite itself.
-suite=karmada-e2e-base-$version
+suite=karmada-e2e-base-$version.test
 if [ ! -x "$BIN/$suite" ]; then
   start=$(date +%s)
   log "building $suite (go test -c $module/test/e2e/suites/base) ..."
@@ -54,7 +55,7 @@ if [ ! -x "$BIN/$suite" ]; then
   mv "$BIN/$suite.tmp" "$BIN/$suite"
   log "built $suite in $(($(date +%s) - start))s"
 fi
-ln -sfn "$BIN/$suite" "$LINKS/karmada-e2e-base"
+ln -sfn "$BIN/$suite" "$LINKS/karmada-e2e-base.test"
 
 # ginkgo's CLI at the version of the library compiled into the suite (they must match).
 ginkgo_version=$(cd "$dir" && go list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2)
@@ -71,4 +72,4 @@ ln -sfn "$BIN/ginkgo-$ginkgo_version" "$LINKS/ginkgo"
 # karmadactl of the same release (an on-demand component of build-bins.sh).
 "$here/../testenv/build-bins.sh" karmadactl
 
-log "karmada e2e suite ready in $(($(date +%s) - total_start))s: $LINKS/karmada-e2e-base"
+log "karmada e2e suite ready in $(($(date +%s) - total_start))s: $LINKS/karmada-e2e-base.test"

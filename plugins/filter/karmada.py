@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ansible.errors import AnsibleFilterError
@@ -15,6 +16,7 @@ _MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
 if _MODULE_UTILS not in sys.path:
     sys.path.append(_MODULE_UTILS)
 
+import karmada_upgrade  # noqa: E402
 from etcd_restore import restore_gate  # noqa: E402
 from karmada_kubeconfig import with_server  # noqa: E402
 from karmada_members import members_status  # noqa: E402
@@ -55,6 +57,17 @@ def secret_mounts_hash(groups: dict, mounts: dict) -> str:
         raise AnsibleFilterError(f"karmada_mounts_hash: {err.args[0]}") from err
 
 
+def upgrade_started(cr: dict, version: str) -> dict:
+    """status.upgrade as this pass starts ({} without a version change); refuses an
+    unsupported change (the step fails as UnsupportedUpgrade with the reason)."""
+    cr, version = _plain(cr), str(version)
+    try:
+        karmada_upgrade.preflight(cr, version)
+    except karmada_upgrade.UpgradeRefused as err:
+        raise AnsibleFilterError(str(err)) from err
+    return karmada_upgrade.started(cr, version, datetime.now(UTC))
+
+
 def kubeconfig_with_server(kubeconfig: str, server: str, tls_server_name: str = "") -> str:
     return with_server(_plain(kubeconfig), _plain(server), _plain(tls_server_name))
 
@@ -73,6 +86,13 @@ class FilterModule:
             "karmada_failure_message": lambda result, task, pods=None: failure_message(
                 _plain(task), _plain(result or {}), pods=_plain(pods or [])),
             "karmada_kind": as_kind,
+            "karmada_upgrade_started": upgrade_started,
+            "karmada_upgrade_finished": lambda record, steps: karmada_upgrade.finished(
+                _plain(record or {}), _plain(steps or []), datetime.now(UTC)),
+            "karmada_upgrade_stopped": lambda record, steps, component, message: karmada_upgrade.stopped(
+                _plain(record or {}), _plain(steps or []), str(component or ""), str(message or ""),
+                datetime.now(UTC)),
+            "karmada_upgrade_condition": lambda record: karmada_upgrade.condition(_plain(record or {})),
             "karmada_b64_decode_values": b64_decode_values,
             "karmada_restore_gate": lambda restores, name, status=None: restore_gate(
                 _plain(restores or []), str(name), _plain(status or {})),

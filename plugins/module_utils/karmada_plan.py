@@ -169,7 +169,9 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
     etcd = _etcd_plan(spec, name, ns, domain, kube_registry, names)
     apiserver = _apiserver_plan(spec, name, ns, domain, kube_registry, kube_version, names, etcd)
     apiserver["serviceDNS"] = svc_dns(names["apiserver"])
-    components = [_component_plan(comp, spec, name, karmada_registry, kube_registry, karmada_version,
+    held = held_versions(cr, karmada_version)
+    components = [_component_plan(comp, spec, name, karmada_registry, kube_registry,
+                                  held.get(comp.binary, karmada_version),
                                   kube_version, etcd, svc_dns) for comp in karmada_components.installable()]
     for comp in karmada_components.components():
         if not comp.installable and ((spec.get("components") or {}).get(comp.key) or {}).get("enabled"):
@@ -353,6 +355,25 @@ def _etcd_mounts(etcd: dict[str, Any]) -> tuple[list[str], list[str]]:
     if etcd["mode"] == "external":
         return [], []  # the external etcd's own TLS Secret, mounted whole
     return ["apiserver-etcd-client.crt", "apiserver-etcd-client.key"], ["ca.crt"]
+
+
+def held_versions(cr: dict[str, Any], target: str) -> dict[str, str]:
+    """With ``spec.upgrade.strategy: Components``, the Karmada components not listed in
+    ``spec.upgrade.components`` stay on the version their pods run (status.components):
+    {component: running version} for those that run another version than ``target``."""
+    upgrade = (cr.get("spec") or {}).get("upgrade") or {}
+    if upgrade.get("strategy") != "Components":
+        return {}
+    listed = {karmada_components.by_key()[k].binary for k in upgrade.get("components") or []
+              if k in karmada_components.by_key()}
+    karmada_made = {c.binary for c in karmada_components.installable() if c.image_source == "karmada"}
+    held = {}
+    for comp in (cr.get("status") or {}).get("components") or []:
+        running = str(comp.get("version") or "")
+        if comp.get("name") in karmada_made and comp.get("name") not in listed and running \
+                and "," not in running and running != target:
+            held[str(comp["name"])] = running
+    return held
 
 
 def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], name: str, karmada_registry: str,

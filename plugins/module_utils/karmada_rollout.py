@@ -4,8 +4,9 @@ A step is one component: its objects (Service, Deployment, ...) applied server-s
 Deployment waited for: the new generation observed, every replica updated, ready and
 available, no pod of the old template left. A component whose objects did not change is
 checked with one read and not waited for unless it is not ready. The first component that
-does not become ready within the timeout stops the rollout: ``RolloutStopped`` names it and
-what its pods say (image pull, crash loop, unschedulable); the components before it stay
+does not become ready within the timeout, or whose pods stay stuck (image pull, crash loop,
+unschedulable) for ``stuck_after`` seconds, stops the rollout: ``RolloutStopped`` names it and
+what its pods say; the components before it stay
 new and those after it are not touched, so the plane keeps serving on a mix of versions
 that each passed its gate.
 
@@ -98,11 +99,13 @@ def _progress_failed(dep: Mapping[str, Any]) -> str:
 
 
 def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float, poll: float = 2.0,
-            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-            now: Callable[[], datetime] = lambda: datetime.now(UTC),
+            stuck_after: float = 60.0, clock: Callable[[], float] = time.monotonic,
+            sleep: Callable[[float], None] = time.sleep, now: Callable[[], datetime] = lambda: datetime.now(UTC),
             on_step: Callable[[StepResult], None] | None = None) -> list[StepResult]:
     """Apply and gate ``steps`` in order (see the module docstring); the results of every step,
-    or RolloutStopped at the first that does not pass its gate within ``timeout`` seconds."""
+    or RolloutStopped at the first that does not pass its gate within ``timeout`` seconds, or
+    whose pods have been stuck for ``stuck_after`` seconds in a state that waiting does not
+    clear (image pull failures, crash loops, unschedulable: karmada_observed.STUCK_REASONS)."""
     done: list[StepResult] = []
     for step in steps:
         started, t0 = now(), clock()
@@ -111,25 +114,28 @@ def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float
             _, obj_changed = kube.apply(obj)
             changed = changed or obj_changed
         deadline = t0 + timeout
+        stuck_since: float | None = None
         while True:
             dep = kube.get("apps/v1", "Deployment", step.deployment, namespace)
             ready, why = deployment_ready(dep, step.replicas)
             if ready:
                 break
-            stuck = _progress_failed(dep or {})
-            if stuck or clock() >= deadline:
-                pods = kube.list("v1", "Pod", namespace, label_selector=step.selector)
-                problems = pod_problems(pods)
-                cause = "; ".join(problems) if problems else (stuck or why)
-                raise RolloutStopped(
-                    step.name, "RolloutTimeout" if not problems else "PodsNotReady",
-                    f"{step.name} did not become ready within {timeout:.0f} s ({why}): {cause}", done)
+            problems = pod_problems(kube.list("v1", "Pod", namespace, label_selector=step.selector))
+            stuck_since = (stuck_since or clock()) if problems else None
+            progress = _progress_failed(dep or {})
+            if problems and clock() - (stuck_since or clock()) >= stuck_after:
+                raise RolloutStopped(step.name, "PodsNotReady",
+                                     f"{step.name} stopped the rollout ({why}): {'; '.join(problems)}", done)
+            if progress or clock() >= deadline:
+                cause = "; ".join(problems) if problems else (progress or why)
+                raise RolloutStopped(step.name, "RolloutTimeout",
+                                     f"{step.name} did not become ready within {timeout:.0f} s ({why}): {cause}",
+                                     done)
             sleep(poll)
-        pods = kube.list("v1", "Pod", namespace, label_selector=step.selector)
+        pods = [p for p in kube.list("v1", "Pod", namespace, label_selector=step.selector)
+                if not (p.get("metadata") or {}).get("deletionTimestamp")]
         result = StepResult(step.name, changed, observed_version(pods, step.container), _rfc3339(started),
-                            _rfc3339(now()), round(clock() - t0, 3),
-                            sorted(p["metadata"]["name"] for p in pods
-                                   if not (p.get("metadata") or {}).get("deletionTimestamp")))
+                            _rfc3339(now()), round(clock() - t0, 3), sorted(p["metadata"]["name"] for p in pods))
         done.append(result)
         if on_step is not None:
             on_step(result)

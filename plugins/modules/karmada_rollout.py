@@ -37,6 +37,12 @@ options:
     description: Seconds between readiness checks.
     type: int
     default: 2
+  stuck_after:
+    description:
+      - Seconds a step's pods may stay in a state that waiting does not clear (image pull
+        failure, crash loop, unschedulable) before the run stops there, ahead of I(timeout).
+    type: int
+    default: 60
   owner:
     description: The object the Events are about (C(apiVersion), C(kind), C(metadata) with name, namespace, uid).
     type: dict
@@ -85,6 +91,7 @@ def main() -> None:
             "steps": {"type": "list", "elements": "dict", "required": True},
             "timeout": {"type": "int", "default": 300},
             "poll": {"type": "int", "default": 2},
+            "stuck_after": {"type": "int", "default": 60},
             "owner": {"type": "dict"},
             "kubeconfig": {"type": "path"},
         },
@@ -114,7 +121,7 @@ def main() -> None:
     with kube:
         try:
             results = rollout(kube, steps, p["namespace"], timeout=float(p["timeout"]), poll=float(p["poll"]),
-                              on_step=tell)
+                              stuck_after=float(p["stuck_after"]), on_step=tell)
         except RolloutStopped as exc:
             if owner:
                 kube.create(event_object(owner, {"type": "Warning", "reason": "RolloutStopped",

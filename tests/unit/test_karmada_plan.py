@@ -243,3 +243,27 @@ def test_etcd_gets_a_cpu_request_unless_the_spec_gives_resources():
     # The default is a copy: a plan's change does not leak into the next plan.
     plan["etcd"]["pod"]["resources"]["requests"]["cpu"] = "9"
     assert kp.build_plan(bare)["etcd"]["pod"]["resources"]["requests"]["cpu"] == "100m"
+
+
+def test_strategy_components_moves_only_the_listed_components():
+    cr = sample()
+    cr["spec"]["karmadaVersion"] = "v1.18.2"
+    cr["status"] = {"karmadaVersion": "v1.17.1", "components": [
+        {"name": "karmada-scheduler", "version": "v1.17.1"},
+        {"name": "karmada-controller-manager", "version": "v1.17.1"},
+        {"name": "karmada-webhook", "version": "v1.17.1,v1.18.2"},  # mid-rollout: not held
+        {"name": "kube-controller-manager", "version": "v1.34.12"},
+        {"name": "karmada-aggregated-apiserver", "version": "v1.17.1"}]}
+    # Full (the default): everything moves
+    assert comp(kp.build_plan(cr), "scheduler")["image"].endswith(":v1.18.2")
+    cr["spec"]["upgrade"] = {"strategy": "Components", "components": ["scheduler"]}
+    plan = kp.build_plan(cr)
+    assert comp(plan, "scheduler")["image"].endswith(":v1.18.2")
+    assert comp(plan, "controllerManager")["image"].endswith(":v1.17.1")
+    assert comp(plan, "controllerManager")["version"] == "v1.17.1"
+    assert comp(plan, "aggregatedAPIServer")["image"].endswith(":v1.17.1")
+    assert comp(plan, "webhook")["image"].endswith(":v1.18.2")
+    assert comp(plan, "kubeControllerManager")["image"].endswith(":v1.34.12")
+    # an install (no status) takes the version for everything
+    del cr["status"]
+    assert comp(kp.build_plan(cr), "controllerManager")["image"].endswith(":v1.18.2")

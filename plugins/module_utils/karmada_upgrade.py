@@ -1,0 +1,134 @@
+"""Version changes of a running Karmada: whether one is allowed, and status.upgrade.
+
+A version change is ``spec.karmadaVersion`` differing from ``status.karmadaVersion`` (the
+version the plane last converged to) on a plane that was installed (has a status version).
+The preflight allows one minor version up at a time, any patch change within a minor, and a
+downgrade only back to the version the last upgrade started from (a rollback) or when
+``spec.upgrade.allowDowngrade`` is set. What runs is the same reconcile as an install: every
+step gated, components one at a time in the registry's order (karmada_rollout).
+
+status.upgrade records the last version change: fromVersion, toVersion, phase (InProgress,
+Succeeded, Stopped), the component it stopped at, start and end times, and the components
+rolled so far with the version their ready pods run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+_SEMVER = re.compile(r"^v(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
+
+
+class UpgradeRefused(Exception):
+    """The version change is not supported (reason ``UnsupportedUpgrade``)."""
+
+    reason = "UnsupportedUpgrade"
+
+
+def _parse(version: str) -> tuple[int, int, int, str]:
+    m = _SEMVER.match(version or "")
+    if not m:
+        raise UpgradeRefused(f"{version!r} is not a version like v1.18.2")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4) or ""
+
+
+def _rfc3339(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def version_change(cr: Mapping[str, Any], target: str) -> tuple[str, str] | None:
+    """(from, to) when the spec asks for another version than the plane runs, else None.
+    ``from`` is the running version, or the start of an upgrade that has not finished."""
+    status = cr.get("status") or {}
+    running = str(status.get("karmadaVersion") or "")
+    if not running:
+        return None  # not installed yet: an install, not an upgrade
+    last = status.get("upgrade") or {}
+    if last.get("phase") in ("InProgress", "Stopped") and last.get("toVersion") == target:
+        return str(last.get("fromVersion") or running), target
+    if running == target:
+        return None
+    return running, target
+
+
+def preflight(cr: Mapping[str, Any], target: str) -> None:
+    """UpgradeRefused unless moving from the running version to ``target`` is supported."""
+    change = version_change(cr, target)
+    if change is None:
+        return
+    running = str((cr.get("status") or {}).get("karmadaVersion") or "")
+    old, new = _parse(running), _parse(target)
+    spec_upgrade = (cr.get("spec") or {}).get("upgrade") or {}
+    last = (cr.get("status") or {}).get("upgrade") or {}
+    if new[:3] < old[:3]:
+        rollback = last.get("fromVersion") == target and last.get("toVersion") == running
+        if not (rollback or spec_upgrade.get("allowDowngrade")):
+            raise UpgradeRefused(
+                f"spec.karmadaVersion {target} is older than the running {running}: a downgrade is allowed back to "
+                f"the version the last upgrade started from ({last.get('fromVersion') or 'none recorded'}) or "
+                "with spec.upgrade.allowDowngrade: true")
+        if old[0] != new[0] or old[1] - new[1] > 1:
+            raise UpgradeRefused(f"spec.karmadaVersion {target}: a downgrade moves one minor version at a time "
+                                 f"(running {running})")
+        return
+    if new[0] != old[0] or new[1] - old[1] > 1:
+        raise UpgradeRefused(f"spec.karmadaVersion {target}: Karmada upgrades one minor version at a time "
+                             f"(running {running}); go to v{old[0]}.{old[1] + 1}.x first")
+
+
+def started(cr: Mapping[str, Any], target: str, now: datetime) -> dict[str, Any]:
+    """status.upgrade as an upgrade (re)starts: an unfinished record for the same target keeps
+    its start time and the components it already rolled; {} when no version changes."""
+    change = version_change(cr, target)
+    if change is None:
+        return {}
+    last = (cr.get("status") or {}).get("upgrade") or {}
+    same = last.get("phase") in ("InProgress", "Stopped") and last.get("toVersion") == target
+    return {"fromVersion": change[0], "toVersion": target, "phase": "InProgress",
+            "startTime": last.get("startTime") if same and last.get("startTime") else _rfc3339(now),
+            "components": list(last.get("components") or []) if same else []}
+
+
+def _merge_steps(record: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The record's components plus the steps that rolled now (a component rolled again replaces its entry)."""
+    out = {c["name"]: dict(c) for c in record.get("components") or []}
+    for step in steps:
+        if step.get("changed"):
+            out[step["name"]] = {"name": step["name"], "version": step.get("version", ""),
+                                 "startTime": step.get("started", ""), "endTime": step.get("finished", "")}
+    return sorted(out.values(), key=lambda c: (c.get("endTime") or "", c["name"]))
+
+
+def finished(record: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], now: datetime) -> dict[str, Any]:
+    """status.upgrade when the plane converged on the new version."""
+    if not record:
+        return {}
+    return {**record, "phase": "Succeeded", "components": _merge_steps(record, steps), "endTime": _rfc3339(now)}
+
+
+def stopped(record: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], component: str, message: str,
+            now: datetime) -> dict[str, Any]:
+    """status.upgrade when a step failed: where it stopped and why; the components that
+    passed their gate stay recorded (they keep the new version)."""
+    if not record:
+        return {}
+    return {**record, "phase": "Stopped", "stoppedAt": component or "", "message": message[:1000],
+            "components": _merge_steps(record, steps), "endTime": _rfc3339(now)}
+
+
+def condition(record: Mapping[str, Any]) -> dict[str, str]:
+    """The Upgrading condition for status.upgrade (none when no upgrade was ever recorded)."""
+    if not record:
+        return {}
+    what = f"{record.get('fromVersion')} to {record.get('toVersion')}"
+    if record.get("phase") == "InProgress":
+        return {"type": "Upgrading", "status": "True", "reason": "Upgrading", "message": f"upgrading from {what}"}
+    if record.get("phase") == "Stopped":
+        return {"type": "Upgrading", "status": "False", "reason": "UpgradeStopped",
+                "message": f"upgrade from {what} stopped at {record.get('stoppedAt') or 'a step'}: "
+                           f"{record.get('message', '')}"[:1000]}
+    return {"type": "Upgrading", "status": "False", "reason": "UpgradeSucceeded",
+            "message": f"upgraded from {what} ({len(record.get('components') or [])} components rolled)"}

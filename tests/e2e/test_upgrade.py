@@ -1,0 +1,303 @@
+"""Issue 14: upgrades roll one component at a time, in the registry's order, gated, stopping on
+failure, on the real host cluster with the real ansible-operator and real Karmada images of two
+releases (KARMADA_PREVIOUS_VERSION and KARMADA_VERSION, both built by the test bed).
+
+One Karmada (``upgrade`` in karmada-system, 1 etcd member, 2 karmada-apiserver replicas) starts
+at the previous release with member1 and member2 (Push) joined and bookinfo on both. The tests
+run in file order on it:
+
+0. a jump of two minor versions is refused (UnsupportedUpgrade) and no pod changes;
+1. a full upgrade to the current release: every component ends on it (read from the running
+   pods), the rollouts happened in the registry's order (ComponentRolledOut Events),
+   karmada-apiserver's /readyz, polled every second through the upgrade, never failed, no
+   member workload was recreated, and a PropagationPolicy made afterwards propagates;
+2. a change of the scheduler's tag only replaces the scheduler's pods (every other control-plane
+   pod keeps its UID);
+3. an upgrade whose karmada-controller-manager image does not exist stops at it: Ready False
+   naming it and the image pull, the components after it (scheduler, webhook) untouched, the
+   plane serving; correcting the image completes the upgrade;
+4. ``spec.upgrade.strategy: Components`` listing the scheduler moves the scheduler alone.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from karmada_observed import image_tag
+
+from support import karmada_e2e
+from support.karmada_crds_server import karmada_version, serve
+from support.karmada_e2e import Deployment, bookinfo, bookinfo_running, operator_kubeconfig
+from support.operator_runtime import OperatorProcess
+from support.testenv import HACK, HostCluster, MemberCluster
+from support.waiting import condition, crds_established
+
+pytestmark = [pytest.mark.e2e, pytest.mark.extended, pytest.mark.timeout(5400)]
+
+NS = "karmada-system"
+NAME = "upgrade"
+MEMBERS = ("member1", "member2")
+KUBE_COMPONENTS = ("karmada-apiserver", "kube-controller-manager")  # follow kubernetesVersion
+# The registry's order of the Karmada components a version change moves (the sample's set).
+ORDER = ("karmada-aggregated-apiserver", "karmada-controller-manager", "karmada-scheduler", "karmada-webhook")
+
+
+def previous_version() -> str:
+    for line in (HACK.parent / "versions.env").read_text().splitlines():
+        if line.startswith("KARMADA_PREVIOUS_VERSION="):
+            return line.split("=", 1)[1].strip()
+    raise RuntimeError("KARMADA_PREVIOUS_VERSION missing from hack/versions.env")
+
+
+OLD, NEW = previous_version(), karmada_version()
+
+
+def control_plane_pods(fleet: Deployment) -> dict[str, dict[str, str]]:
+    """component -> {pod uid: image of its main container as the runtime runs it}, pods not being deleted."""
+    pods = fleet.host.get("pods", "-n", NS, "-l", f"app.kubernetes.io/instance={NAME}")["items"]
+    out: dict[str, dict[str, str]] = {}
+    for pod in pods:
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        app = pod["metadata"]["labels"].get("app.kubernetes.io/name", "?")
+        statuses = pod.get("status", {}).get("containerStatuses") or [{}]
+        out.setdefault(app, {})[pod["metadata"]["uid"]] = statuses[0].get("image", "")
+    return out
+
+
+def uids(pods: dict[str, dict[str, str]], *skip: str) -> dict[str, set[str]]:
+    return {app: set(by_uid) for app, by_uid in pods.items() if app not in skip}
+
+
+def ready_at_generation(fleet: Deployment) -> bool:
+    obj = fleet.get()
+    ready = condition(obj, "Ready")
+    return ready.get("status") == "True" and ready.get("observedGeneration") == obj["metadata"]["generation"]
+
+
+def status_versions(fleet: Deployment) -> dict[str, str]:
+    return {c["name"]: c["version"] for c in fleet.get().get("status", {}).get("components", [])}
+
+
+def karmada_components_on(fleet: Deployment, version: str) -> bool:
+    versions = status_versions(fleet)
+    return bool(versions) and all(v == version for name, v in versions.items() if name not in KUBE_COMPONENTS)
+
+
+def patch(fleet: Deployment, spec: dict) -> None:
+    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge",
+                       "-p", json.dumps({"spec": spec}))
+
+
+def events(fleet: Deployment, reason: str) -> list[dict]:
+    """Events of a reason about the KarmadaDeployment, in the order the API server stored them."""
+    items = fleet.host.get("events", "-n", NS, "--field-selector",
+                           f"involvedObject.kind=KarmadaDeployment,involvedObject.name={NAME},reason={reason}")["items"]
+    return sorted(items, key=lambda e: int(e["metadata"]["resourceVersion"]))
+
+
+class ReadyzPoller:
+    """GET karmada-apiserver's /readyz through its Service every second, counting failures."""
+
+    def __init__(self, fleet: Deployment):
+        self.kubeconfig = fleet.kubeconfig()
+        self.kubectl = str(Path(fleet.host.settings["KO_LINKS"]) / "kubectl")
+        self.polls, self.failures = 0, []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            started = time.monotonic()
+            proc = subprocess.run([self.kubectl, "--kubeconfig", str(self.kubeconfig), "get", "--raw", "/readyz",
+                                   "--request-timeout=5s"], capture_output=True, text=True, check=False)
+            self.polls += 1
+            if proc.returncode != 0 or proc.stdout.strip() != "ok":
+                self.failures.append(f"{time.strftime('%H:%M:%S')}: {(proc.stderr or proc.stdout).strip()[:200]}")
+            self.stop.wait(max(0.0, 1.0 - (time.monotonic() - started)))
+
+    def finish(self) -> tuple[int, list[str]]:
+        self.stop.set()
+        self.thread.join(timeout=15)
+        return self.polls, self.failures
+
+
+def member_pod_uids(members: dict[str, MemberCluster]) -> dict[str, set[str]]:
+    return {name: {p["metadata"]["uid"] for p in m.get("pods", "-n", "bookinfo")["items"]}
+            for name, m in members.items()}
+
+
+@pytest.fixture(scope="module")
+def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_path, tmp_path_factory):
+    assert len(member_clusters) >= 2, "set KO_TESTENV_MEMBERS to 2 or more"
+    work = tmp_path_factory.mktemp("upgrade")
+    crds = {OLD: serve(version=OLD), NEW: serve(version=NEW)}
+    host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
+    crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
+    host_cluster.kubectl("create", "namespace", NS, check=False)
+    operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
+    operator.wait_healthy()
+    cr = karmada_e2e.sample_for_test_bed(NAME, crds[OLD].url, crds[OLD].sha256,
+                                         [m for m in member_clusters if m.name in MEMBERS])
+    cr["spec"]["karmadaVersion"] = OLD
+    cr["spec"]["apiServer"]["replicas"] = 2  # /readyz must never fail through the upgrade
+    fleet = Deployment(host_cluster, operator, work, NAME, NS, extra={"crds": crds})
+    start = time.monotonic()
+    host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
+    fleet.wait_for(lambda: ready_at_generation(fleet) and karmada_components_on(fleet, OLD), 1500,
+                   f"Ready at {OLD}")
+    print(f"\napply-to-Ready at {OLD}: {time.monotonic() - start:.0f}s")
+    docs = bookinfo()
+    for doc in docs:
+        affinity = doc.get("spec", {}).get("placement", {}).get("clusterAffinity")
+        if affinity:
+            affinity["clusterNames"] = list(MEMBERS)
+    members = {m.name: m for m in member_clusters if m.name in MEMBERS}
+    fleet.wait_for(lambda: fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all(docs), check=False)
+                   .returncode == 0, 300, "bookinfo accepted by karmada-apiserver")
+    fleet.wait_for(lambda: all(bookinfo_running(m) for m in members.values()), 600, "bookinfo Running on both members")
+    yield fleet
+    host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
+    operator.stop()
+    for server in crds.values():
+        server.stop()
+
+
+def upgrade_to_new(fleet: Deployment, **extra) -> None:
+    crds = fleet.extra["crds"][NEW]
+    patch(fleet, {"karmadaVersion": NEW, "crds": {"url": crds.url, "sha256": crds.sha256}, **extra})
+
+
+def test_a_jump_of_two_minor_versions_is_refused_and_nothing_changes(fleet: Deployment):
+    before = control_plane_pods(fleet)
+    major, minor = OLD[1:].split(".")[:2]
+    too_far = f"v{major}.{int(minor) + 2}.0"
+    patch(fleet, {"karmadaVersion": too_far})
+
+    def refused():
+        obj = fleet.get()
+        ready = condition(obj, "Ready")
+        return (ready.get("observedGeneration") == obj["metadata"]["generation"]
+                and ready.get("reason") == "UnsupportedUpgrade" and ready)
+    ready = fleet.wait_for(refused, 600, "Ready False with UnsupportedUpgrade")
+    assert ready["status"] == "False" and "one minor version at a time" in ready["message"], ready
+    assert control_plane_pods(fleet) == before, "a refused upgrade must not touch any pod"
+    assert fleet.karmadactl("get", "--raw", "/readyz").stdout.strip() == "ok"
+    patch(fleet, {"karmadaVersion": OLD})
+    fleet.wait_for(lambda: ready_at_generation(fleet), 600, f"Ready again at {OLD}")
+    assert control_plane_pods(fleet) == before
+
+
+def test_full_upgrade_moves_every_component_in_order_and_keeps_serving(fleet: Deployment, member_clusters):
+    members = {m.name: m for m in member_clusters if m.name in MEMBERS}
+    workloads_before = member_pod_uids(members)
+    rolled_before = {e["metadata"]["uid"] for e in events(fleet, "ComponentRolledOut")}
+    poller = ReadyzPoller(fleet)
+    started = time.monotonic()
+    upgrade_to_new(fleet)
+    try:
+        fleet.wait_for(lambda: ready_at_generation(fleet) and karmada_components_on(fleet, NEW), 1500,
+                       f"Ready with every Karmada component on {NEW}")
+    finally:
+        polls, failures = poller.finish()
+    print(f"\nupgrade {OLD} -> {NEW}: {time.monotonic() - started:.0f}s; /readyz polled {polls} times, "
+          f"{len(failures)} failures")
+    assert polls > 30 and not failures, failures[:5]
+    # What runs, from the pods (not from the spec): every Karmada component on NEW.
+    running = control_plane_pods(fleet)
+    for app, by_uid in running.items():
+        if app.startswith("karmada-") and app not in KUBE_COMPONENTS:
+            assert {image_tag(image) for image in by_uid.values()} == {NEW}, (app, by_uid)
+    # In the registry's order, each once (the Events are written as each step passes its gate).
+    rolled = [e["message"].split(" rolled out", 1)[0] for e in events(fleet, "ComponentRolledOut")
+              if e["metadata"]["uid"] not in rolled_before]
+    print(f"rolled out, in order: {rolled}")
+    assert [n for n in rolled if n in ORDER] == list(ORDER), rolled
+    # status.upgrade tells the same story, from the running pods.
+    obj = fleet.get()
+    record = obj["status"]["upgrade"]
+    assert (record["fromVersion"], record["toVersion"], record["phase"]) == (OLD, NEW, "Succeeded"), record
+    assert [c["name"] for c in record["components"] if c["name"] in ORDER] == list(ORDER), record
+    assert {c["version"] for c in record["components"] if c["name"] in ORDER} == {NEW}, record
+    assert condition(obj, "Upgrading")["reason"] == "UpgradeSucceeded"
+    # Members: nothing recreated, and a policy made now propagates.
+    assert member_pod_uids(members) == workloads_before
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-upgrade", "namespace": "default"},
+          "data": {"version": NEW}}
+    pp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+          "metadata": {"name": "after-upgrade", "namespace": "default"},
+          "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "after-upgrade"}],
+                   "placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}}
+    fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all([cm, pp]))
+    fleet.wait_for(lambda: members["member1"].kubectl("get", "configmap", "after-upgrade", "-n", "default",
+                                                      check=False).returncode == 0, 180,
+                   "the ConfigMap on member1 through a PropagationPolicy made after the upgrade")
+
+
+def test_a_scheduler_tag_change_replaces_only_scheduler_pods(fleet: Deployment):
+    before = control_plane_pods(fleet)
+    patch(fleet, {"components": {"scheduler": {"image": {"tag": OLD}}}})
+    fleet.wait_for(lambda: ready_at_generation(fleet) and status_versions(fleet).get("karmada-scheduler") == OLD,
+                   600, f"the scheduler on {OLD}")
+    after = control_plane_pods(fleet)
+    assert uids(after, "karmada-scheduler") == uids(before, "karmada-scheduler"), "only the scheduler may restart"
+    assert not set(after["karmada-scheduler"]) & set(before["karmada-scheduler"]), "the scheduler pods are new"
+    patch(fleet, {"components": {"scheduler": None}})
+    fleet.wait_for(lambda: ready_at_generation(fleet) and karmada_components_on(fleet, NEW), 600,
+                   f"the scheduler back on {NEW}")
+
+
+def test_a_missing_image_stops_the_upgrade_there_and_fixing_it_completes(fleet: Deployment):
+    patch(fleet, {"karmadaVersion": OLD, "crds": {"url": fleet.extra["crds"][OLD].url,
+                                                 "sha256": fleet.extra["crds"][OLD].sha256}})
+    fleet.wait_for(lambda: ready_at_generation(fleet) and karmada_components_on(fleet, OLD), 1200,
+                   f"back on {OLD}")
+    before = control_plane_pods(fleet)
+    missing = f"{NEW}-missing"
+    upgrade_to_new(fleet, components={"controllerManager": {"image": {"tag": missing}}})
+
+    def stopped():
+        obj = fleet.get()
+        ready = condition(obj, "Ready")
+        return (ready.get("status") == "False" and ready.get("observedGeneration") == obj["metadata"]["generation"]
+                and "karmada-controller-manager" in ready.get("message", "") and ready)
+    ready = fleet.wait_for(stopped, 1200, "Ready False naming karmada-controller-manager")
+    print(f"\nstopped: {ready['reason']}: {ready['message'][:400]}")
+    assert missing in ready["message"] and ("ImagePull" in ready["message"] or "ErrImage" in ready["message"])
+    after = control_plane_pods(fleet)
+    for app in ("karmada-scheduler", "karmada-webhook"):  # after the stop: untouched
+        assert set(after[app]) == set(before[app]), app
+        assert {image_tag(i) for i in after[app].values()} == {OLD}, app
+    assert {image_tag(i) for i in after["karmada-aggregated-apiserver"].values()} == {NEW}
+    assert fleet.karmadactl("get", "--raw", "/readyz").stdout.strip() == "ok"  # the plane serves
+    obj = fleet.get()
+    record = obj["status"]["upgrade"]
+    assert (record["phase"], record["stoppedAt"], record["toVersion"]) == (
+        "Stopped", "karmada-controller-manager", NEW), record
+    assert condition(obj, "Upgrading")["reason"] == "UpgradeStopped"
+    patch(fleet, {"components": {"controllerManager": None}})
+    fleet.wait_for(lambda: ready_at_generation(fleet) and karmada_components_on(fleet, NEW), 1200,
+                   f"the upgrade completed on {NEW} once the image is corrected")
+
+
+def test_strategy_components_moves_only_the_listed_component(fleet: Deployment):
+    before = control_plane_pods(fleet)
+    crds = fleet.extra["crds"][OLD]
+    patch(fleet, {"karmadaVersion": OLD, "crds": {"url": crds.url, "sha256": crds.sha256},
+                  "upgrade": {"strategy": "Components", "components": ["scheduler"]}})
+    fleet.wait_for(lambda: ready_at_generation(fleet) and status_versions(fleet).get("karmada-scheduler") == OLD,
+                   900, f"the scheduler alone on {OLD}")
+    after = control_plane_pods(fleet)
+    assert uids(after, "karmada-scheduler") == uids(before, "karmada-scheduler"), "only the scheduler may restart"
+    versions = status_versions(fleet)
+    assert all(v == NEW for n, v in versions.items() if n not in KUBE_COMPONENTS + ("karmada-scheduler",)), versions
+    upgrade_to_new(fleet, upgrade={"strategy": "Full", "components": None})
+    fleet.wait_for(lambda: ready_at_generation(fleet) and karmada_components_on(fleet, NEW), 900,
+                   f"everything on {NEW} again")
