@@ -777,6 +777,7 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
             streamed = _stream_into(writer, client, member, follow, chunk_timeout)
             if follow is not None and follow.seconds is not None:
                 phases["snapshot"] = follow.seconds  # overlaps "store": the store takes bytes as they land
+            phases["streamed"] = round(clock() - mark, 3)  # the last byte handed to the store
             after = None
             with contextlib.suppress(EtcdError):  # without it the upper bound is unknown; the trailer still holds
                 after = client.status(member.endpoint)
@@ -786,14 +787,18 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
                     f"snapshot revision {streamed.revision} read from the database is outside the member's "
                     f"revisions {member.revision}..{high if high is not None else '?'}; not keeping it",
                     "SnapshotCorrupted")
+            t_count = clock()
             keys, counts = count_at(client, member.endpoint, streamed.revision)
+            phases["count"] = round(clock() - t_count, 3)
             meta = store_lib.SnapshotMeta(
                 revision=streamed.revision, etcd_version=member.version,
                 karmada_version=str(plan["source"].get("karmadaVersion") or ""),
                 source=store_lib.SnapshotSource(plan["source"]["namespace"], plan["source"]["name"],
                                                 plan["source"].get("uid") or ""),
                 taken_at=taken_at, keys=keys, counts=counts)
-            info = writer.commit(meta)
+            t_commit = clock()
+            info = writer.commit(meta)  # S3: completes the multipart upload (the server joins the parts)
+            phases["commit"] = round(clock() - t_commit, 3)
     finally:
         if follow is not None:
             follow.path.unlink(missing_ok=True)

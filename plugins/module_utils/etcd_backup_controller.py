@@ -277,7 +277,7 @@ class BackupReconciler:
                     return "Complete" if term.get("exitCode") == 0 else "Failed"
         return ""
 
-    def follow(self, job_name: str, seconds: float, poll: float = 1.0) -> bool:
+    def follow(self, job_name: str, seconds: float, poll: float = 0.5) -> bool:
         """Wait in this pass, up to ``seconds``, for the running backup Job to end. True: it ended
         (or is gone), reconcile again to record it now; a backup that fits in the wait is recorded
         without a pass after the Job controller's update. False: still running; the Job's end
