@@ -294,15 +294,21 @@ class Kube:
         account (KUBERNETES_SERVICE_HOST), ~/.kube/config. ``context`` defaults to K8S_AUTH_CONTEXT,
         then the kubeconfig's current context.
 
-        ``in_cluster_first`` puts the service account before the two variables. In the operator
-        pod, ansible-operator points K8S_AUTH_KUBECONFIG at its API proxy, which answers GETs of
-        watched kinds from its informer cache; a caller that reads an object to write it back
-        (k8s_status) wants the live object."""
+        ``in_cluster_first`` asks for the API server itself rather than the runtime's proxy: the
+        service account, else KUBECONFIG, before K8S_AUTH_KUBECONFIG. ansible-operator points
+        K8S_AUTH_KUBECONFIG at its API proxy, which answers GETs of watched kinds from its
+        informer cache, a moment behind a write; a caller that reads an object to write it back
+        (k8s_status), or that waits for what a write started (a rollout), wants the live object.
+        The operator's own credentials are the service account in its pod, and KUBECONFIG when
+        it runs on a host (`make run`)."""
         context = context or os.environ.get("K8S_AUTH_CONTEXT") or None
         if kubeconfig:
             return cls.from_file(os.path.expanduser(kubeconfig), context=context, timeout=timeout)
         if in_cluster_first and os.environ.get("KUBERNETES_SERVICE_HOST"):
             return cls.in_cluster(timeout=timeout)
+        if in_cluster_first and os.environ.get("KUBECONFIG") and os.environ.get("K8S_AUTH_KUBECONFIG"):
+            return cls.from_file(os.environ["KUBECONFIG"], context=None, timeout=timeout,
+                                 where=f"KUBECONFIG={os.environ['KUBECONFIG']}")
         for var in ("K8S_AUTH_KUBECONFIG", "KUBECONFIG"):
             if os.environ.get(var):
                 return cls.from_file(os.environ[var], context=context, timeout=timeout,

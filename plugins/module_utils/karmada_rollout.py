@@ -99,13 +99,19 @@ def _progress_failed(dep: Mapping[str, Any]) -> str:
 
 
 def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float, poll: float = 2.0,
-            stuck_after: float = 60.0, clock: Callable[[], float] = time.monotonic,
+            stuck_after: float = 60.0, reader: Kube | None = None, clock: Callable[[], float] = time.monotonic,
             sleep: Callable[[float], None] = time.sleep, now: Callable[[], datetime] = lambda: datetime.now(UTC),
             on_step: Callable[[StepResult], None] | None = None) -> list[StepResult]:
     """Apply and gate ``steps`` in order (see the module docstring); the results of every step,
     or RolloutStopped at the first that does not pass its gate within ``timeout`` seconds, or
     whose pods have been stuck for ``stuck_after`` seconds in a state that waiting does not
-    clear (image pull failures, crash loops, unschedulable: karmada_observed.STUCK_REASONS)."""
+    clear (image pull failures, crash loops, unschedulable: karmada_observed.STUCK_REASONS).
+
+    ``kube`` applies (in the operator: the runtime's proxy, which sets owner references);
+    ``reader`` (default ``kube``) reads what the gates check. It must be the API server
+    itself: the proxy's cache can still hold the Deployment as it was before the apply,
+    rolled out, and a gate that reads it passes before the rollout began."""
+    reader = reader or kube
     done: list[StepResult] = []
     for step in steps:
         started, t0 = now(), clock()
@@ -116,11 +122,11 @@ def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float
         deadline = t0 + timeout
         stuck_since: float | None = None
         while True:
-            dep = kube.get("apps/v1", "Deployment", step.deployment, namespace)
+            dep = reader.get("apps/v1", "Deployment", step.deployment, namespace)
             ready, why = deployment_ready(dep, step.replicas)
             if ready:
                 break
-            problems = pod_problems(kube.list("v1", "Pod", namespace, label_selector=step.selector))
+            problems = pod_problems(reader.list("v1", "Pod", namespace, label_selector=step.selector))
             stuck_since = (stuck_since or clock()) if problems else None
             progress = _progress_failed(dep or {})
             if problems and clock() - (stuck_since or clock()) >= stuck_after:
@@ -132,7 +138,7 @@ def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float
                                      f"{step.name} did not become ready within {timeout:.0f} s ({why}): {cause}",
                                      done)
             sleep(poll)
-        pods = [p for p in kube.list("v1", "Pod", namespace, label_selector=step.selector)
+        pods = [p for p in reader.list("v1", "Pod", namespace, label_selector=step.selector)
                 if not (p.get("metadata") or {}).get("deletionTimestamp")]
         result = StepResult(step.name, changed, observed_version(pods, step.container), _rfc3339(started),
                             _rfc3339(now()), round(clock() - t0, 3), sorted(p["metadata"]["name"] for p in pods))

@@ -106,8 +106,10 @@ def main() -> None:
         module.fail_json(msg=f"steps: each needs name, objects, deployment, container, selector, replicas ({exc})")
     owner = p["owner"]
     try:
-        # Through the runtime's proxy when it runs us (owner references, watches), as kubernetes.core would.
+        # Applies through the runtime's proxy when it runs us (owner references, watches), as
+        # kubernetes.core would; the gates read the API server itself (the proxy's cache lags).
         kube = Kube.default(p["kubeconfig"])
+        live = Kube.default(p["kubeconfig"], in_cluster_first=True)
     except KubeConfigError as exc:
         module.fail_json(msg=str(exc))
 
@@ -118,10 +120,10 @@ def main() -> None:
             kube.create(event_object(owner, {"type": "Normal", "reason": "ComponentRolledOut",
                                              "message": message}, datetime.now(UTC)))
 
-    with kube:
+    with kube, live:
         try:
             results = rollout(kube, steps, p["namespace"], timeout=float(p["timeout"]), poll=float(p["poll"]),
-                              stuck_after=float(p["stuck_after"]), on_step=tell)
+                              stuck_after=float(p["stuck_after"]), reader=live, on_step=tell)
         except RolloutStopped as exc:
             if owner:
                 kube.create(event_object(owner, {"type": "Warning", "reason": "RolloutStopped",
