@@ -307,7 +307,7 @@ class Kube:
         if in_cluster_first and os.environ.get("KUBERNETES_SERVICE_HOST"):
             return cls.in_cluster(timeout=timeout)
         if in_cluster_first and os.environ.get("KUBECONFIG") and os.environ.get("K8S_AUTH_KUBECONFIG"):
-            return cls.from_file(os.environ["KUBECONFIG"], context=None, timeout=timeout,
+            return cls.from_file(os.environ["KUBECONFIG"], context=context, timeout=timeout,
                                  where=f"KUBECONFIG={os.environ['KUBECONFIG']}")
         for var in ("K8S_AUTH_KUBECONFIG", "KUBECONFIG"):
             if os.environ.get(var):

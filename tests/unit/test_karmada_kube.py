@@ -88,6 +88,15 @@ def test_in_cluster_first_skips_the_variables_only_inside_a_pod(env, tmp_path):
         Kube.default(in_cluster_first=True)
 
 
+def test_in_cluster_first_on_a_host_takes_the_operators_kubeconfig_not_the_proxy(env, tmp_path):
+    """ansible-operator run on a host (`make run`, the e2e tests): K8S_AUTH_KUBECONFIG is its
+    caching proxy, KUBECONFIG the operator's own credentials; a live read wants the latter."""
+    env.setenv("K8S_AUTH_KUBECONFIG", write(tmp_path / "proxy", "http://localhost:8888"))
+    env.setenv("KUBECONFIG", write(tmp_path / "own", "https://apiserver:6443"))
+    assert server_of(Kube.default(in_cluster_first=True)) == "https://apiserver:6443"
+    assert server_of(Kube.default()) == "http://localhost:8888"  # applies still go through the proxy
+
+
 def test_no_credentials_anywhere_is_a_clear_error(env):
     with pytest.raises(KubeConfigError, match="no Kubernetes credentials"):
         Kube.default()
