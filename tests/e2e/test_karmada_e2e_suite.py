@@ -28,11 +28,15 @@ from support.operator_runtime import OperatorProcess
 from support.testenv import HostCluster, MemberCluster
 from support.waiting import condition, crds_established
 
-pytestmark = pytest.mark.e2e
+# extended until it shares a Karmada with test_karmada_member_clusters.py: with its own install
+# and teardown (60 % of its 668 s) `make test` would pass CI's 60-minute goal.
+pytestmark = [pytest.mark.e2e, pytest.mark.extended, pytest.mark.timeout(4500)]
 
 HACK = karmada_e2e.ROOT / "hack" / "karmada-e2e"
 NS = "karmada-system"
 NAME = "suite"
+# test_karmada_member_clusters.py's Karmada uses 31443; modules run one after the other anyway.
+NODE_PORT = 31543
 # Karmada's e2e environment (hack/local-up-karmada.sh): member1 and member2 Push, member3 Pull.
 MEMBERS = [
     {"name": "member1", "kubeconfigSecretRef": {"name": "member1-kubeconfig"}, "syncMode": "Push"},
@@ -76,33 +80,45 @@ def karmada(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin
     assert build.returncode == 0, f"hack/karmada-e2e/build.sh failed:\n{build.stderr[-4000:]}"
     work = tmp_path_factory.mktemp("karmada-e2e")
     crds = serve()
-    host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
-    crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
-    host_cluster.kubectl("create", "namespace", NS, check=False)
-    operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
-    operator.wait_healthy()
-    cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256)
-    cr["spec"]["members"] = MEMBERS
-    cr["spec"]["components"] = COMPONENTS
-    deployment = Deployment(host_cluster, operator, work, NAME, NS)
-    start = time.monotonic()
-    host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
+    operator = None
     try:
+        host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
+        crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
+        host_cluster.kubectl("create", "namespace", NS, check=False)
+        operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
+        operator.wait_healthy()
+        cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256)
+        cr["spec"]["members"] = MEMBERS
+        cr["spec"]["components"] = COMPONENTS
+        # karmada-apiserver behind a balancer, as users reach it: the node's address and a node
+        # port. The admin kubeconfig then names that address, which is in the serving certificate.
+        # Through the Service's ClusterIP (not in the certificate; kubeconfig(via_service=True)
+        # verifies the Service's DNS name with tls-server-name) karmadactl's member commands fail:
+        # they override the server with the cluster-proxy URL, and client-go then drops
+        # tls-server-name.
+        node_ip = host_cluster.node_ip
+        cr["spec"]["apiServer"] = {"replicas": 1, "serviceType": "NodePort", "nodePort": NODE_PORT,
+                                   "externalLoadBalancer": {"addresses": [node_ip], "port": NODE_PORT}}
+        deployment = Deployment(host_cluster, operator, work, NAME, NS)
+        start = time.monotonic()
+        host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
         deployment.wait_for(lambda: all_joined(deployment), 900, "Ready with member1-3 joined")
         print(f"\napply-to-3-members-joined: {time.monotonic() - start:.0f}s")
         yield deployment
     finally:
-        host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=600s", check=False,
-                             timeout=660)
-        operator.stop()
+        if operator is not None:
+            # The finalizer (unjoin every member, then remove the plane) needs the operator running.
+            host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--ignore-not-found",
+                                 "--timeout=600s", check=False, timeout=660)
+            operator.stop()
         crds.stop()
 
 
 def suite_kubeconfig(karmada: Deployment) -> Path:
     """One kubeconfig with the contexts the suite asks for: karmada-host (the host cluster) and
-    karmada-apiserver (Karmada's admin credentials, through the Service as the operator dials it)."""
+    karmada-apiserver (the admin kubeconfig the operator wrote, naming the balancer address)."""
     host = yaml.safe_load(karmada.host.kubeconfig.read_text())
-    plane = yaml.safe_load(karmada.kubeconfig(via_service=True).read_text())
+    plane = yaml.safe_load(karmada.kubeconfig(via_service=False).read_text())
     conf: dict = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": [],
                   "current-context": "karmada-apiserver"}
     for name, source in (("karmada-host", host), ("karmada-apiserver", plane)):
@@ -138,7 +154,7 @@ def pull_members_kubeconfig(karmada: Deployment, members: list[MemberCluster]) -
     return path, names
 
 
-@pytest.mark.timeout(4000)
+@pytest.mark.timeout(3000)
 def test_karmada_e2e_suite_passes_on_the_operator_installed_karmada(
         karmada: Deployment, member_clusters: list[MemberCluster], tmp_path: Path):
     members_file, pull = pull_members_kubeconfig(karmada, member_clusters)
@@ -147,7 +163,7 @@ def test_karmada_e2e_suite_passes_on_the_operator_installed_karmada(
     report_dir = tmp_path / "report"
     start = time.monotonic()
     proc = subprocess.run([str(HACK / "run.sh"), str(report_dir)], env=env, capture_output=True, text=True,
-                          timeout=3600)
+                          timeout=1500)
     elapsed = time.monotonic() - start
     log = proc.stdout + proc.stderr
     summary = [line for line in log.splitlines() if line.startswith(("Ran ", "SUCCESS!", "FAIL!"))]
