@@ -66,7 +66,7 @@ test: setup testenv-bin lint ## The test command: lint, then every pytest tier (
 	$(PY) -m pytest tests -m "not extended" $(PYTEST_ARGS)
 
 .PHONY: test-extended
-test-extended: setup testenv-bin ## The slow end-to-end scenarios (backup and restore, upgrades, OLM, molecule); run before resolving their issues.
+test-extended: setup testenv-bin ## The slow end-to-end scenarios (backup and restore, upgrades, Karmada's e2e suite, OLM, molecule); run before resolving their issues.
 	$(PY) -m pytest tests -m extended $(PYTEST_ARGS)
 
 .PHONY: unit
