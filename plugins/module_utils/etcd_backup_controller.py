@@ -33,12 +33,12 @@ try:  # as Ansible ships it to a module
     from ansible.module_utils import etcd_backup as eb
     from ansible.module_utils import k8s_conditions
     from ansible.module_utils.cr_pass import Outcome
-    from ansible.module_utils.karmada_kube import Kube, KubeError
+    from ansible.module_utils.karmada_kube import Kube, KubeError, owner_reference
 except ImportError:  # as plain Python (tests)
     import etcd_backup as eb  # type: ignore[no-redef]
     import k8s_conditions  # type: ignore[no-redef]
     from cr_pass import Outcome  # type: ignore[no-redef]
-    from karmada_kube import Kube, KubeError  # type: ignore[no-redef]
+    from karmada_kube import Kube, KubeError, owner_reference  # type: ignore[no-redef]
 
 API_VERSION = "operator.karmada.io/v1alpha1"
 KIND = "EtcdBackup"
@@ -99,8 +99,8 @@ def job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] |
         "annotations": {ANN_SCHEDULED: plan["snapshot"]["scheduledTime"], ANN_HOLDER: eb.lease_holder(plan)},
     }
     if owner:
-        meta["ownerReferences"] = [{"apiVersion": API_VERSION, "kind": KIND, "name": owner["metadata"]["name"],
-                                    "uid": owner["metadata"]["uid"], "blockOwnerDeletion": False}]
+        meta["ownerReferences"] = [owner_reference({"apiVersion": API_VERSION, "kind": KIND, **owner},
+                                                   block_owner_deletion=False)]
     container = {
         "name": CONTAINER, "image": image, "imagePullPolicy": pull_policy,
         "command": ["python3", JOB_SCRIPT],

@@ -30,10 +30,12 @@ try:  # as Ansible ships it to a module
     from ansible.module_utils import etcd_backup as eb
     from ansible.module_utils import karmada_plan
     from ansible.module_utils.etcd_restore_plan import RestorePlanError, plan_restore
+    from ansible.module_utils.karmada_kube import owner_reference
 except ImportError:  # as plain Python (tests, the restore Job, the filter plugin)
     import etcd_backup as eb  # type: ignore[no-redef]
     import karmada_plan  # type: ignore[no-redef]
     from etcd_restore_plan import RestorePlanError, plan_restore  # type: ignore[no-redef]
+    from karmada_kube import owner_reference  # type: ignore[no-redef]
 
 API_VERSION = "operator.karmada.io/v1alpha1"
 KIND = "EtcdRestore"
@@ -233,8 +235,8 @@ def job_manifest(plan: Mapping[str, Any], member: Mapping[str, Any], image: str,
                 mounts.append({"name": vol, "mountPath": storage[key]["mountPath"], "readOnly": True})
     meta: dict[str, Any] = {"name": member["job"], "namespace": ns, "labels": labels}
     if owner:
-        meta["ownerReferences"] = [{"apiVersion": API_VERSION, "kind": KIND, "name": owner["metadata"]["name"],
-                                    "uid": owner["metadata"]["uid"], "blockOwnerDeletion": False}]
+        meta["ownerReferences"] = [owner_reference({"apiVersion": API_VERSION, "kind": KIND, **owner},
+                                                   block_owner_deletion=False)]
     container = {
         "name": "restore", "image": image, "imagePullPolicy": pull_policy,
         "command": ["python3", f"{eb.OPERATOR_MODULE_UTILS}/etcd_restore_job.py"],

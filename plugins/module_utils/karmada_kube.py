@@ -83,6 +83,21 @@ def content_changed(before: dict[str, Any] | None, after: dict[str, Any] | None)
     return content(before) != content(after)
 
 
+def owner_reference(owner: dict[str, Any], *, block_owner_deletion: bool | None = None) -> dict[str, Any]:
+    """An ownerReference to ``owner`` (a full object: apiVersion, kind, metadata.name and uid),
+    so garbage collection removes the dependant with its owner.
+
+    Objects the operator creates with a plain create through the runtime's proxy get one from
+    the proxy, but the proxy injects it into POST requests only: an object made by server-side
+    apply (a PATCH) must carry its own. The fields match the proxy's, so applying it to an
+    object the proxy created changes nothing."""
+    meta = owner["metadata"]
+    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"]}
+    if block_owner_deletion is not None:
+        ref["blockOwnerDeletion"] = block_owner_deletion
+    return ref
+
+
 def load_kubeconfig_text(text: str) -> dict[str, Any]:
     """Parse a kubeconfig; ValueError with a reason when it is not one."""
     try:

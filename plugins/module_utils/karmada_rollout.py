@@ -24,10 +24,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 try:  # as Ansible ships it to a module
-    from ansible.module_utils.karmada_kube import Kube
+    from ansible.module_utils.karmada_kube import Kube, owner_reference
     from ansible.module_utils.karmada_observed import observed_version, pod_problems
 except ImportError:  # as plain Python (tests)
-    from karmada_kube import Kube  # type: ignore[no-redef]
+    from karmada_kube import Kube, owner_reference  # type: ignore[no-redef]
     from karmada_observed import observed_version, pod_problems  # type: ignore[no-redef]
 
 
@@ -98,8 +98,22 @@ def _progress_failed(dep: Mapping[str, Any]) -> str:
     return ""
 
 
+def owned(obj: dict[str, Any], owner: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``obj`` with an owner reference to ``owner`` (the KarmadaDeployment) when both are in
+    one namespace and ``obj`` names no owner itself: objects made by server-side apply get none
+    from the runtime's proxy (it adds them to creates only), and without one a Deployment
+    outlives its KarmadaDeployment (deletionPolicy Retain relies on garbage collection)."""
+    if not owner:
+        return obj
+    meta = obj.get("metadata") or {}
+    if meta.get("ownerReferences") or meta.get("namespace") != (owner.get("metadata") or {}).get("namespace"):
+        return obj
+    return {**obj, "metadata": {**meta, "ownerReferences": [owner_reference(dict(owner))]}}
+
+
 def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float, poll: float = 2.0,
-            stuck_after: float = 60.0, reader: Kube | None = None, clock: Callable[[], float] = time.monotonic,
+            stuck_after: float = 60.0, reader: Kube | None = None, owner: Mapping[str, Any] | None = None,
+            clock: Callable[[], float] = time.monotonic,
             sleep: Callable[[float], None] = time.sleep, now: Callable[[], datetime] = lambda: datetime.now(UTC),
             on_step: Callable[[StepResult], None] | None = None) -> list[StepResult]:
     """Apply and gate ``steps`` in order (see the module docstring); the results of every step,
@@ -107,7 +121,8 @@ def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float
     whose pods have been stuck for ``stuck_after`` seconds in a state that waiting does not
     clear (image pull failures, crash loops, unschedulable: karmada_observed.STUCK_REASONS).
 
-    ``kube`` applies (in the operator: the runtime's proxy, which sets owner references);
+    ``kube`` applies (in the operator: the runtime's proxy), each object owned by ``owner``
+    (see :func:`owned`);
     ``reader`` (default ``kube``) reads what the gates check. It must be the API server
     itself: the proxy's cache can still hold the Deployment as it was before the apply,
     rolled out, and a gate that reads it passes before the rollout began."""
@@ -117,7 +132,7 @@ def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float
         started, t0 = now(), clock()
         changed = False
         for obj in step.objects:
-            _, obj_changed = kube.apply(obj)
+            _, obj_changed = kube.apply(owned(obj, owner))
             changed = changed or obj_changed
         deadline = t0 + timeout
         stuck_since: float | None = None

@@ -44,7 +44,9 @@ options:
     type: int
     default: 60
   owner:
-    description: The object the Events are about (C(apiVersion), C(kind), C(metadata) with name, namespace, uid).
+    description:
+      - The object the Events are about and the owner of the objects applied in its namespace
+        (C(apiVersion), C(kind), C(metadata) with name, namespace, uid).
     type: dict
   kubeconfig:
     description: Path of a kubeconfig (default as k8s_status).
@@ -106,7 +108,7 @@ def main() -> None:
         module.fail_json(msg=f"steps: each needs name, objects, deployment, container, selector, replicas ({exc})")
     owner = p["owner"]
     try:
-        # Applies through the runtime's proxy when it runs us (owner references, watches), as
+        # Applies through the runtime's proxy when it runs us (dependent watches), as
         # kubernetes.core would; the gates read the API server itself (the proxy's cache lags).
         kube = Kube.default(p["kubeconfig"])
         live = Kube.default(p["kubeconfig"], in_cluster_first=True)
@@ -123,7 +125,7 @@ def main() -> None:
     with kube, live:
         try:
             results = rollout(kube, steps, p["namespace"], timeout=float(p["timeout"]), poll=float(p["poll"]),
-                              stuck_after=float(p["stuck_after"]), reader=live, on_step=tell)
+                              stuck_after=float(p["stuck_after"]), reader=live, owner=owner, on_step=tell)
         except RolloutStopped as exc:
             if owner:
                 kube.create(event_object(owner, {"type": "Warning", "reason": "RolloutStopped",

@@ -11,6 +11,7 @@ import yaml
 from karmada_kube import FIELD_MANAGER, Kube, KubeError
 
 from support import kube_apiserver
+from support.waiting import crds_established
 
 NS = "apply-test"
 
@@ -218,7 +219,7 @@ def test_a_failed_restore_wakes_the_karmada_that_waits_for_it(kube, operator_kub
     from etcd_restore_controller import RestoreReconciler
 
     server.kubectl("apply", "-f", str(ROOT / "config/crd/bases/operator.karmada.io_karmadadeployments.yaml"))
-    server.kubectl("wait", "--for=condition=Established", "crd/karmadadeployments.operator.karmada.io")
+    crds_established(server.kubectl, ["karmadadeployments.operator.karmada.io"])
     sample = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
     restore = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdRestore",
                "metadata": {"name": "flipped", "namespace": NS, "uid": "0b0c4b8e-3333-4222-8333-944455556666"}}

@@ -31,3 +31,24 @@ def test_a_stuck_rollout_is_named_by_its_progress_condition():
     assert kr._progress_failed(dep()) == ""
 
 
+
+
+KD = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "KarmadaDeployment",
+      "metadata": {"name": "karmada", "namespace": "karmada-system", "uid": "kd-uid"}}
+
+
+def test_what_a_rollout_applies_in_the_owners_namespace_is_owned_by_it():
+    """Server-side apply is a PATCH, and the runtime's proxy adds owner references to creates
+    only: without this a Deployment outlives its KarmadaDeployment (seen with Retain)."""
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "karmada-scheduler", "namespace": "karmada-system"}}
+    assert kr.owned(deployment, KD)["metadata"]["ownerReferences"] == [
+        {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "KarmadaDeployment", "name": "karmada",
+         "uid": "kd-uid"}]
+    assert "ownerReferences" not in deployment["metadata"]  # the input is left as it was
+    elsewhere = {**deployment, "metadata": {"name": "x", "namespace": "other"}}
+    cluster_scoped = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"}}
+    own = {**deployment, "metadata": {**deployment["metadata"], "ownerReferences": [{"uid": "mine"}]}}
+    for obj in (elsewhere, cluster_scoped, own):
+        assert kr.owned(obj, KD) is obj
+    assert kr.owned(deployment, None) is deployment
