@@ -35,6 +35,9 @@ KUBECONFIG_DIR = "/etc/kubernetes/config"
 KUBECONFIG_FILE = f"{KUBECONFIG_DIR}/kubeconfig"
 # Where a component with ``serving_dir`` finds tls.crt and tls.key (controller-runtime's cert-dir).
 SERVING_DIR = "/var/serving-cert"
+# The user of the admin kubeconfig (its client certificate's CN, in system:masters); Karmada's
+# cluster proxy RBAC names it, so members impersonate it through clusters/proxy.
+ADMIN_USER = "karmada-admin"
 
 
 @dataclass(frozen=True)

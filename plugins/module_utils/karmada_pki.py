@@ -566,7 +566,7 @@ def leaf_profiles(spec: PkiSpec) -> list[LeafProfile]:
         LeafProfile("apiserver", "ca", "karmada-apiserver", SERVER, (), *_split_sans(apiserver_sans(spec))),
         LeafProfile("apiserver-etcd-client", "etcd/ca", "karmada-apiserver-etcd-client", CLIENT),
         LeafProfile("front-proxy-client", "front-proxy-ca", "front-proxy-client", CLIENT),
-        LeafProfile("admin", "ca", "karmada-admin", CLIENT, ("system:masters",)),
+        LeafProfile("admin", "ca", karmada_components.ADMIN_USER, CLIENT, ("system:masters",)),
     ]
     for comp in spec.components:
         # Karmada binds its components through system:masters (hack/deploy-karmada.sh, operator)
@@ -592,7 +592,7 @@ def leaf_profiles(spec: PkiSpec) -> list[LeafProfile]:
 
 def kubeconfig_profiles(spec: PkiSpec) -> list[KubeconfigProfile]:
     """admin.conf goes to the external balancer when there is one; components stay in-cluster."""
-    out = [KubeconfigProfile("admin", "admin", "karmada-admin", spec.admin_server_url)]
+    out = [KubeconfigProfile("admin", "admin", karmada_components.ADMIN_USER, spec.admin_server_url)]
     out += [KubeconfigProfile(c, f"{c}-client", c, spec.component_server_url) for c in spec.components]
     return out
 

@@ -193,6 +193,7 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
         "labels": labels,
         "annotations": annotations,
         "names": names,
+        "adminUser": karmada_components.ADMIN_USER,
         "etcd": etcd,
         "apiserver": apiserver,
         "components": components,
