@@ -479,6 +479,28 @@ def certificates_schema() -> Schema:
                 {"name": s("Name of the Secret.", minLength=1, maxLength=253, pattern=DNS1123_SUBDOMAIN)},
                 required=["name"],
             ),
+            "forceRenew": obj(
+                "Renew now: re-issue the listed certificates that were issued before issuedBefore (set it to "
+                "the current time; later reconciles find them newer and leave them). Only the pods that mount "
+                "a re-issued certificate restart, one at a time.",
+                {
+                    "issuedBefore": s("Re-issue what was issued before this time (RFC 3339).", format="date-time"),
+                    "certificates": arr(
+                        "Certificates to re-issue by name (apiserver, admin, etcd/server, "
+                        "karmada-controller-manager-client, ...; status.certificates lists them). Default: "
+                        "every leaf ('leaves'). Naming a CA (ca, etcd/ca, front-proxy-ca) re-issues it and "
+                        "its leaves at once, without a trust transition.",
+                        s("A certificate name, or 'leaves'.", minLength=1, maxLength=128,
+                          pattern=r"^[a-z0-9]([-a-z0-9/]*[a-z0-9])?$"),
+                        maxItems=64),
+                },
+                required=["issuedBefore"],
+                **{"x-kubernetes-validations": [
+                    cel("!has(self.certificates) || !('sa' in self.certificates)",
+                        "the service-account keys (sa) have no issue time and would be replaced on every "
+                        "reconcile; they are not renewed through forceRenew", fieldPath=".certificates"),
+                ]},
+            ),
         },
         **{"x-kubernetes-validations": [
             cel("!has(self.keySize) || ((has(self.keyAlgorithm) && self.keyAlgorithm == 'ECDSA') ? "

@@ -18,6 +18,7 @@ if _MODULE_UTILS not in sys.path:
 
 import karmada_upgrade  # noqa: E402
 from etcd_restore import restore_gate  # noqa: E402
+from karmada_cert_rollout import apiserver_pki_hash  # noqa: E402
 from karmada_kubeconfig import with_server  # noqa: E402
 from karmada_members import members_status  # noqa: E402
 from karmada_observed import (  # noqa: E402
@@ -78,6 +79,8 @@ class FilterModule:
             "karmada_kubeconfig_server": kubeconfig_with_server,
             "karmada_config_hash": config_hash,
             "karmada_mounts_hash": secret_mounts_hash,
+            "karmada_apiserver_pki_hash": lambda live, wanted, spec_hash: apiserver_pki_hash(
+                _plain(live) if live else None, str(wanted), str(spec_hash)),
             "karmada_b64_values": b64_values,
             "karmada_component_status": component_status,
             "karmada_etcd_status": etcd_status,

@@ -741,9 +741,13 @@ def leaf_reasons(
         reasons.append("subject-mismatch")
     if key_params_of(cert.public_key()) != spec.key:
         reasons.append("key-mismatch")
-    if forced(spec, profile.name, cert):
+    if forced(spec, profile.name, cert) or forced(spec, ALL_LEAVES, cert):
         reasons.append("forced")
     return reasons
+
+
+# In forceRenew: every leaf (and so every kubeconfig), not the CAs and not the sa keys.
+ALL_LEAVES = "leaves"
 
 
 def forced(spec: PkiSpec, name: str, cert: x509.Certificate | None) -> bool:
@@ -1002,7 +1006,7 @@ def reconcile_pki(
 
 
 def _check_force_renew(spec: PkiSpec, profiles: list[LeafProfile]) -> None:
-    known = [stem for stem, _, _ in CAS.values()] + ["sa"] + [p.name for p in profiles]
+    known = [stem for stem, _, _ in CAS.values()] + ["sa", ALL_LEAVES] + [p.name for p in profiles]
     for i, name in enumerate(spec.force_renew):
         if name not in known:
             raise PkiInputError(

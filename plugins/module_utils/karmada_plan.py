@@ -324,6 +324,11 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
         "name": names["apiserver"],
         "pkiFiles": pki_files,
         "mounts": {"pki": pki_files, "etcd": etcd_ca, "kubeconfig": []},
+        # What kube-apiserver reads only when it starts (its pod template hashes these): it
+        # reloads its serving pair, client CAs and front-proxy client pair from disk, and its
+        # etcd client reads its pair at every TLS handshake, so a renewed leaf restarts no
+        # karmada-apiserver pod; the etcd CA and the service-account keys need a restart.
+        "restartMounts": {"pki": APISERVER_RESTART_FILES, "etcd": etcd_ca, "kubeconfig": []},
         "image": _image(registry, "kube-apiserver", version, api.get("image")),
         "version": _image_version(api.get("image"), version),
         "serviceType": api.get("serviceType") or "ClusterIP",
@@ -336,6 +341,10 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
                                  "dnsNames": list(lb.get("dnsNames") or []), "port": int(lb.get("port") or 443)},
         "certSANs": list(api.get("certSANs") or []),
     }
+
+
+# Files karmada-apiserver does not reload while it runs (see _apiserver_plan's restartMounts).
+APISERVER_RESTART_FILES = ["sa.key", "sa.pub"]
 
 
 def etcd_client_args(etcd: dict[str, Any]) -> dict[str, str]:
@@ -453,7 +462,8 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
     certificates.ca; everything else comes from here.
     """
     api = spec.get("apiServer") or {}
-    certs = {k: v for k, v in (spec.get("certificates") or {}).items() if k != "caSecretRef"}
+    certs = {k: v for k, v in (spec.get("certificates") or {}).items() if k not in ("caSecretRef", "forceRenew")}
+    force = (spec.get("certificates") or {}).get("forceRenew") or {}
     return {
         "name": name,
         "namespace": ns,
@@ -474,4 +484,10 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
         # Serving certificates: component -> its Service (only the enabled components).
         "serving_services": {c["component"]: c["service"] for c in components if c["enabled"] and c["service"]},
         "components": [c["component"] for c in components if c["enabled"]],
+        # spec.certificates.forceRenew: re-issue what was issued before a time (once, declaratively).
+        "force_renew": list(force.get("certificates") or ["leaves"]) if force else [],
+        "force_renew_issued_before": str(force["issuedBefore"]) if force else None,
+        # The etcd members read their serving and peer pairs at every TLS handshake; only a new
+        # etcd CA restarts them (the etcd pods' pki-hash covers these keys).
+        "etcd_restart_mounts": {"etcd": ["ca.crt"]},
     }

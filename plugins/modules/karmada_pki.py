@@ -94,7 +94,8 @@ options:
   force_renew:
     description:
       - Names to re-issue (C(apiserver), C(etcd/server), C(ca), C(etcd/ca), C(front-proxy-ca), C(sa)...).
-        Re-issuing a CA re-issues its leaves. Unknown names are an error.
+        Re-issuing a CA re-issues its leaves. C(leaves) names every leaf (not the CAs, not C(sa)).
+        Unknown names are an error.
       - Without O(force_renew_issued_before) this is one-shot (every call re-issues); pass it once.
     type: list
     elements: str

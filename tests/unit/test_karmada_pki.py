@@ -577,3 +577,13 @@ def test_switching_search_on_and_off_touches_only_its_own_certificates(base):
     assert {c["name"] for c in on.changes} == {"karmada-search", "karmada-search-client", "karmada-search.conf"}
     unchanged = {k: v for k, v in off.files.items()}
     assert all(on.files[k] == v for k, v in unchanged.items())
+
+
+def test_force_renew_leaves_reissues_every_leaf_once_and_no_ca(base):
+    data = pki_input(forceRenew=["leaves"], forceRenewIssuedBefore="2026-01-01T00:10:00Z")
+    later = reconcile(data, existing=base.files, now=NOW + dt.timedelta(minutes=20))
+    assert {c["name"] for c in later.changes if c["reasons"] == ["forced"]} == set(ROLES)
+    assert not {"ca", "etcd/ca", "front-proxy-ca", "sa"} & changed_names(later)
+    assert cert(later, "apiserver").not_valid_after_utc > cert(base, "apiserver").not_valid_after_utc
+    # the next reconcile finds them issued after the time: nothing more
+    assert reconcile(data, existing=later.files, now=NOW + dt.timedelta(minutes=21)).changes == []

@@ -267,3 +267,30 @@ def test_strategy_components_moves_only_the_listed_components():
     # an install (no status) takes the version for everything
     del cr["status"]
     assert comp(kp.build_plan(cr), "controllerManager")["image"].endswith(":v1.18.2")
+
+
+def test_apiserver_restarts_only_for_what_it_reads_once():
+    plan = kp.build_plan(sample())
+    api = plan["apiserver"]
+    # kube-apiserver reloads its serving pair, client CAs, front-proxy client pair and etcd client pair
+    assert api["restartMounts"] == {"pki": ["sa.key", "sa.pub"], "etcd": ["ca.crt"], "kubeconfig": []}
+    groups = {"pki": {f: "x" for f in api["pkiFiles"]}, "etcd": {"ca.crt": "E"}, "kubeconfig": {}}
+    before = kp.mounts_hash(groups, api["restartMounts"])
+    for renewed in ("apiserver.crt", "apiserver-etcd-client.key", "front-proxy-client.crt", "ca.crt"):
+        groups["pki"][renewed] = "renewed"
+    assert kp.mounts_hash(groups, api["restartMounts"]) == before
+    groups["etcd"]["ca.crt"] = "E2"
+    assert kp.mounts_hash(groups, api["restartMounts"]) != before
+    # etcd members restart only for a new etcd CA
+    assert plan["pki"]["etcd_restart_mounts"] == {"etcd": ["ca.crt"]}
+
+
+def test_force_renew_reaches_the_pki_module():
+    cr = sample()
+    assert kp.build_plan(cr)["pki"]["force_renew"] == []
+    cr["spec"].setdefault("certificates", {})["forceRenew"] = {"issuedBefore": "2026-12-02T08:00:00Z"}
+    pki = kp.build_plan(cr)["pki"]
+    assert pki["force_renew"] == ["leaves"] and pki["force_renew_issued_before"] == "2026-12-02T08:00:00Z"
+    assert "forceRenew" not in pki["certificates"]
+    cr["spec"]["certificates"]["forceRenew"]["certificates"] = ["apiserver", "admin"]
+    assert kp.build_plan(cr)["pki"]["force_renew"] == ["apiserver", "admin"]
