@@ -1,0 +1,282 @@
+"""Issue 15, done-when 4: leaf certificates roll on schedule on a live Karmada, with no spec
+change and no outage, on the real host cluster with the real ansible-operator.
+
+One Karmada (``certrot`` in karmada-system: 1 etcd member, 2 karmada-apiserver replicas, ECDSA
+keys, leaves valid 20 minutes and renewed 15 minutes before they expire, i.e. 5 minutes after
+they were issued) with member1 joined (Push). The test shortens only the reconcile period, with
+the ansible-operator's own per-object annotation (``ansible.sdk.operatorframework.io/reconcile-period``),
+so the periodic reconcile comes often enough to see a renewal inside the test's 10 minutes.
+
+From the moment the Karmada is Ready, with nothing edited:
+
+- within 10 minutes every leaf in status.certificates has a later notAfter (the CAs and the
+  service-account keys stay), and the Secrets hold exactly what status says;
+- karmada-apiserver's /readyz, polled every second through its Service, never failed;
+- the pods that restarted are exactly the components whose kubeconfig or certificates changed,
+  one component at a time (no restart began before the previous component's old pods were being
+  deleted); karmada-apiserver and etcd, which reload renewed pairs from disk, did not restart,
+  and both serve the renewed certificate (read from each pod's TLS handshake);
+- member1 stayed Ready throughout, and a PropagationPolicy made afterwards propagates.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import ssl
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from cryptography import x509
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes import watch as k8s_watch
+
+from support import karmada_e2e
+from support.karmada_crds_server import serve
+from support.karmada_e2e import Deployment, operator_kubeconfig
+from support.operator_runtime import OperatorProcess
+from support.readyz import ReadyzPoller
+from support.testenv import HostCluster, MemberCluster
+from support.waiting import condition, crds_established
+
+pytestmark = [pytest.mark.e2e, pytest.mark.extended, pytest.mark.timeout(3600)]
+
+NS = "karmada-system"
+NAME = "certrot"
+MEMBER = "member1"
+CAS = {"ca", "etcd/ca", "front-proxy-ca"}
+RECONCILE_PERIOD = "1m"  # test only: the default is watches.yaml's reconcilePeriod (10m)
+ROTATION_BUDGET = 600  # seconds: done-when 4 says within 10 minutes
+
+
+def ready_at_generation(fleet: Deployment) -> bool:
+    obj = fleet.get()
+    ready = condition(obj, "Ready")
+    return ready.get("status") == "True" and ready.get("observedGeneration") == obj["metadata"]["generation"]
+
+
+def not_after(fleet: Deployment) -> dict[str, str]:
+    return {c["name"]: c["notAfter"] for c in fleet.get().get("status", {}).get("certificates", [])}
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+class PodLog:
+    """Watches the control plane's pods: when each pod was created and when its deletion began
+    (server timestamps), to tell which components restarted and whether two overlapped."""
+
+    def __init__(self, host: HostCluster):
+        self.api = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(host.kubeconfig)))
+        self.pods: dict[str, dict] = {}
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _record(self, pod) -> None:
+        meta = pod.metadata
+        with self.lock:
+            entry = self.pods.setdefault(meta.uid, {"app": (meta.labels or {}).get("app.kubernetes.io/name", "?"),
+                                                    "name": meta.name, "created": meta.creation_timestamp,
+                                                    "deleting": None})
+            if meta.deletion_timestamp and entry["deleting"] is None:
+                entry["deleting"] = meta.deletion_timestamp
+
+    def _run(self) -> None:
+        selector = f"app.kubernetes.io/instance={NAME}"
+        while not self.stop.is_set():
+            listed = self.api.list_namespaced_pod(NS, label_selector=selector)
+            for pod in listed.items:
+                self._record(pod)
+            try:
+                for event in k8s_watch.Watch().stream(self.api.list_namespaced_pod, NS, label_selector=selector,
+                                                      resource_version=listed.metadata.resource_version,
+                                                      timeout_seconds=30):
+                    self._record(event["object"])
+                    if self.stop.is_set():
+                        break
+            except Exception:  # noqa: BLE001 - a dropped watch is listed and watched again
+                time.sleep(1)
+
+    def snapshot(self) -> dict[str, dict]:
+        with self.lock:
+            return {uid: dict(p) for uid, p in self.pods.items()}
+
+    def finish(self) -> dict[str, dict]:
+        self.stop.set()
+        self.thread.join(timeout=40)
+        return self.snapshot()
+
+
+def restarts(before: set[str], pods: dict[str, dict]) -> dict[str, tuple[datetime, datetime]]:
+    """app -> (when its first new pod was created, when its last old pod began terminating),
+    for the apps whose pods present at the start were replaced."""
+    out: dict[str, tuple[datetime, datetime]] = {}
+    for app in {p["app"] for p in pods.values()}:
+        old = [p for uid, p in pods.items() if p["app"] == app and uid in before and p["deleting"]]
+        new = [p for uid, p in pods.items() if p["app"] == app and uid not in before]
+        if old or new:
+            start = min([p["created"] for p in new] or [min(p["deleting"] for p in old)])
+            end = max([p["deleting"] for p in old] or [start])
+            out[app] = (start, end)
+    return out
+
+
+def served_certificate(ip: str, port: int, server_name: str, client: tuple[str, str] | None = None) -> x509.Certificate:
+    """The certificate a TLS server presents (no verification: the test compares it with the Secret)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    if client:
+        ctx.load_cert_chain(*client)
+    with socket.create_connection((ip, port), timeout=5) as sock, \
+            ctx.wrap_socket(sock, server_hostname=server_name) as tls:
+        return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True))
+
+
+def secret_files(fleet: Deployment, name: str) -> dict[str, bytes]:
+    data = fleet.host.get("secret", name, "-n", NS)["data"]
+    return {k: base64.b64decode(v) for k, v in data.items()}
+
+
+def cluster_ready(fleet: Deployment, kubeconfig: Path) -> str:
+    """The member's Ready status in Karmada ("True", "False", "Unknown"), or "" when the
+    cluster.karmada.io API (served by karmada-aggregated-apiserver) did not answer."""
+    proc = fleet.karmadactl("get", "cluster", MEMBER, "-o", "json", kubeconfig=kubeconfig, check=False)
+    if proc.returncode != 0:
+        return ""
+    return condition(json.loads(proc.stdout), "Ready").get("status") or "Unknown"
+
+
+@pytest.fixture(scope="module")
+def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_path, tmp_path_factory):
+    members = [m for m in member_clusters if m.name == MEMBER]
+    assert members, f"{MEMBER} is needed (KO_TESTENV_MEMBERS >= 1)"
+    work = tmp_path_factory.mktemp("certrot")
+    crds = serve()
+    host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
+    crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
+    host_cluster.kubectl("create", "namespace", NS, check=False)
+    operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
+    operator.wait_healthy()
+    cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256, members)
+    cr["metadata"].setdefault("annotations", {})["ansible.sdk.operatorframework.io/reconcile-period"] = \
+        RECONCILE_PERIOD
+    cr["spec"]["apiServer"]["replicas"] = 2  # /readyz must never fail
+    # cluster.karmada.io (how the test reads the member's Ready) stays served while it restarts
+    cr["spec"].setdefault("components", {}).setdefault("aggregatedAPIServer", {})["replicas"] = 2
+    cr["spec"]["certificates"].update({"leafValidity": "20m", "renewBefore": "15m"})
+    fleet = Deployment(host_cluster, operator, work, NAME, NS)
+    start = time.monotonic()
+    host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
+    fleet.wait_for(lambda: ready_at_generation(fleet), 1500, "Ready")
+    fleet.wait_for(lambda: cluster_ready(fleet, fleet.kubeconfig()) == "True", 600, f"{MEMBER} Ready in Karmada")
+    print(f"\napply-to-Ready with {MEMBER}: {time.monotonic() - start:.0f}s")
+    yield fleet
+    host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=600s", check=False)
+    operator.stop()
+    crds.stop()
+
+
+def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_clusters):
+    member = next(m for m in member_clusters if m.name == MEMBER)
+    generation = fleet.get()["metadata"]["generation"]
+    before = not_after(fleet)
+    leaves = sorted(set(before) - CAS)
+    assert len(leaves) >= 10, before
+    kubeconfig = fleet.kubeconfig()  # the admin certificate in it outlives the test (20 minutes)
+    pods = PodLog(fleet.host)
+    time.sleep(2)
+    present = set(pods.snapshot())
+    poller = ReadyzPoller(kubeconfig, str(Path(fleet.host.settings["KO_LINKS"]) / "kubectl"))
+    member_not_ready: list[str] = []
+    cluster_api_down: list[str] = []
+    started = time.monotonic()
+
+    def renewed():
+        ready = cluster_ready(fleet, kubeconfig)
+        if ready != "True":
+            (member_not_ready if ready else cluster_api_down).append(f"{time.strftime('%H:%M:%S')} {ready}")
+        now = not_after(fleet)
+        late = [n for n in leaves if parse_time(now.get(n, before[n])) <= parse_time(before[n])]
+        return not late and ready_at_generation(fleet) and now
+
+    try:
+        after = fleet.wait_for(renewed, ROTATION_BUDGET, "every leaf in status.certificates with a later notAfter")
+        took = time.monotonic() - started
+        # let the pass that renewed them finish its rollouts and write status (it has: status is its last step)
+    finally:
+        polls, failures = poller.finish()
+        log = pods.finish()
+    print(f"\nevery leaf renewed {took:.0f}s after Ready; /readyz polled {polls} times, {len(failures)} failures; "
+          f"{MEMBER} not Ready at {member_not_ready or 'no check'}; cluster.karmada.io not answering at "
+          f"{cluster_api_down or 'no check'}")
+    assert fleet.get()["metadata"]["generation"] == generation, "nothing may edit the spec"
+
+    # Status: every leaf later, the CAs unchanged; the Secrets hold what status says.
+    assert {n: after[n] for n in CAS} == {n: before[n] for n in CAS}
+    pki = secret_files(fleet, f"{NAME}-pki")
+    etcd_files = secret_files(fleet, f"{NAME}-etcd-pki")
+    for name in leaves:
+        data = etcd_files[f"{name[5:]}.crt"] if name.startswith("etcd/") else pki[f"{name}.crt"]
+        stored = x509.load_pem_x509_certificate(data).not_valid_after_utc
+        assert stored >= parse_time(after[name]), (name, stored, after[name])
+    obj = fleet.get()
+    assert condition(obj, "CertificatesValid")["status"] == "True", condition(obj, "CertificatesValid")
+    print(f"CertificatesValid: {condition(obj, 'CertificatesValid')['message']}")
+
+    # No outage: /readyz every second, the member Ready at every check.
+    assert polls > 60 and not failures, failures[:5]
+    assert not member_not_ready and not cluster_api_down, (member_not_ready, cluster_api_down)
+
+    # Restarts: one component at a time; karmada-apiserver and etcd not at all.
+    moved = restarts(present, log)
+    order = sorted(moved.items(), key=lambda kv: kv[1][0])
+    print("restarted, in order: " + ", ".join(f"{app} {s:%H:%M:%S}-{e:%H:%M:%S}" for app, (s, e) in order))
+    assert "karmada-apiserver" not in moved and "etcd" not in moved, moved
+    for (app, (_, end)), (nxt, (start, _)) in zip(order, order[1:], strict=False):
+        assert end <= start, f"{nxt} began restarting at {start} before {app}'s old pods went ({end})"
+    expected = {"karmada-aggregated-apiserver", "karmada-controller-manager", "karmada-scheduler",
+                "karmada-webhook", "kube-controller-manager"}
+    assert expected <= set(moved), moved
+
+    # karmada-apiserver (both replicas) and etcd serve the renewed certificates they reloaded.
+    api_pods = [p for p in fleet.host.get("pods", "-n", NS, "-l",
+                                          f"app.kubernetes.io/instance={NAME},app.kubernetes.io/name=karmada-apiserver")
+                ["items"] if not p["metadata"].get("deletionTimestamp")]
+    assert len(api_pods) == 2
+
+    def apiserver_reloaded():
+        return all(served_certificate(p["status"]["podIP"], 5443, "localhost").not_valid_after_utc
+                   >= parse_time(after["apiserver"]) for p in api_pods)
+    # kube-apiserver re-reads its pair on a file event or within a minute; the kubelet refreshes a
+    # Secret volume within about a minute of the change.
+    fleet.wait_for(apiserver_reloaded, 180, "both karmada-apiserver pods serving the renewed certificate")
+    client = (fleet.work / "etcd-client.crt", fleet.work / "etcd-client.key")
+    client[0].write_bytes(etcd_files["healthcheck-client.crt"])
+    client[1].write_bytes(etcd_files["healthcheck-client.key"])
+    client[1].chmod(0o600)
+    etcd_pod = fleet.host.get("pods", "-n", NS, "-l",
+                              f"app.kubernetes.io/instance={NAME},app.kubernetes.io/name=etcd")["items"][0]
+    fleet.wait_for(lambda: served_certificate(etcd_pod["status"]["podIP"], 2379, "localhost",
+                                              (str(client[0]), str(client[1]))).not_valid_after_utc
+                   >= parse_time(after["etcd/server"]), 180, "etcd serving the renewed certificate")
+
+    # Karmada still works for the member: a policy made now propagates.
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-rotation", "namespace": "default"},
+          "data": {"k": "v"}}
+    pp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+          "metadata": {"name": "after-rotation", "namespace": "default"},
+          "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "after-rotation"}],
+                   "placement": {"clusterAffinity": {"clusterNames": [MEMBER]}}}}
+    fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all([cm, pp]), kubeconfig=kubeconfig)
+    fleet.wait_for(lambda: member.kubectl("get", "configmap", "after-rotation", "-n", "default",
+                                          check=False).returncode == 0, 180,
+                   f"the ConfigMap on {MEMBER} through a PropagationPolicy made after the rotation")
