@@ -27,7 +27,7 @@ import socket
 import ssl
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -52,6 +52,7 @@ NAME = "certrot"
 MEMBER = "member1"
 CAS = {"ca", "etcd/ca", "front-proxy-ca"}
 RECONCILE_PERIOD = "1m"  # test only: the default is watches.yaml's reconcilePeriod (10m)
+RENEW_BEFORE = timedelta(minutes=15)
 ROTATION_BUDGET = 600  # seconds: done-when 4 says within 10 minutes
 
 
@@ -88,7 +89,8 @@ class PodLog:
                                                     "name": meta.name, "created": meta.creation_timestamp,
                                                     "deleting": None})
             if meta.deletion_timestamp and entry["deleting"] is None:
-                entry["deleting"] = meta.deletion_timestamp
+                # deletionTimestamp is when the grace period ends; the deletion began that much earlier
+                entry["deleting"] = meta.deletion_timestamp - timedelta(seconds=meta.deletion_grace_period_seconds or 0)
 
     def _run(self) -> None:
         selector = f"app.kubernetes.io/instance={NAME}"
@@ -128,6 +130,20 @@ def restarts(before: set[str], pods: dict[str, dict]) -> dict[str, tuple[datetim
             end = max([p["deleting"] for p in old] or [start])
             out[app] = (start, end)
     return out
+
+
+def pki_steps(fleet: Deployment) -> list[tuple[datetime, datetime, datetime]]:
+    """(start, certificate step, end) of every finished reconcile run still in the runtime's
+    artifacts, from their Ansible events."""
+    out = []
+    for run in fleet.runs():
+        events = [json.loads(f.read_text()) for f in (run / "job_events").glob("*.json")]
+        times = sorted(parse_time(e["created"]) for e in events if e.get("created"))
+        pki = sorted(parse_time(e["created"]) for e in events if e.get("created")
+                     and (e.get("event_data") or {}).get("task") == "Generate, check and rotate certificates")
+        if times and pki:
+            out.append((times[0], pki[0], times[-1]))
+    return sorted(out)
 
 
 def served_certificate(ip: str, port: int, server_name: str, client: tuple[str, str] | None = None) -> x509.Certificate:
@@ -172,7 +188,7 @@ def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_p
     cr["spec"]["apiServer"]["replicas"] = 2  # /readyz must never fail
     # cluster.karmada.io (how the test reads the member's Ready) stays served while it restarts
     cr["spec"].setdefault("components", {}).setdefault("aggregatedAPIServer", {})["replicas"] = 2
-    cr["spec"]["certificates"].update({"leafValidity": "20m", "renewBefore": "15m"})
+    cr["spec"]["certificates"].update({"leafValidity": "20m", "renewBefore": f"{RENEW_BEFORE.seconds // 60}m"})
     fleet = Deployment(host_cluster, operator, work, NAME, NS)
     start = time.monotonic()
     host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
@@ -191,7 +207,7 @@ def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_cluste
     before = not_after(fleet)
     leaves = sorted(set(before) - CAS)
     assert len(leaves) >= 10, before
-    kubeconfig = fleet.kubeconfig()  # the admin certificate in it outlives the test (20 minutes)
+    kubeconfig = fleet.kubeconfig()  # its admin certificate has 14 minutes or more left: the renewal budget
     pods = PodLog(fleet.host)
     time.sleep(2)
     present = set(pods.snapshot())
@@ -219,6 +235,17 @@ def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_cluste
           f"{MEMBER} not Ready at {member_not_ready or 'no check'}; cluster.karmada.io not answering at "
           f"{cluster_api_down or 'no check'}")
     assert fleet.get()["metadata"]["generation"] == generation, "nothing may edit the spec"
+    # How late the periodic reconcile came: the first leaf entered its renewal window at `due`;
+    # the certificate step of the first pass after it renewed it.
+    due = min(parse_time(before[n]) for n in leaves) - RENEW_BEFORE
+    passes = pki_steps(fleet)
+    print("passes (start, certificate step, end): " + "; ".join(
+        f"{a:%H:%M:%S} {b:%H:%M:%S} {c:%H:%M:%S}" for a, b, c in passes))
+    renewing = [p for p in passes if p[1] >= due]
+    if renewing:
+        print(f"first leaf due {due:%H:%M:%S}; renewed by the pass whose certificate step ran "
+              f"{(renewing[0][1] - due).total_seconds():.0f}s later (reconcile period {RECONCILE_PERIOD}); "
+              f"that pass took {(renewing[0][2] - renewing[0][0]).total_seconds():.0f}s")
 
     # Status: every leaf later, the CAs unchanged; the Secrets hold what status says.
     assert {n: after[n] for n in CAS} == {n: before[n] for n in CAS}
@@ -276,7 +303,7 @@ def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_cluste
           "metadata": {"name": "after-rotation", "namespace": "default"},
           "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "after-rotation"}],
                    "placement": {"clusterAffinity": {"clusterNames": [MEMBER]}}}}
-    fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all([cm, pp]), kubeconfig=kubeconfig)
+    fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all([cm, pp]))  # the renewed admin.conf
     fleet.wait_for(lambda: member.kubectl("get", "configmap", "after-rotation", "-n", "default",
                                           check=False).returncode == 0, 180,
                    f"the ConfigMap on {MEMBER} through a PropagationPolicy made after the rotation")
