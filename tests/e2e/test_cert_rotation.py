@@ -283,8 +283,8 @@ def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_cluste
     def apiserver_reloaded():
         return all(served_certificate(p["status"]["podIP"], 5443, "localhost").not_valid_after_utc
                    >= parse_time(after["apiserver"]) for p in api_pods)
-    # kube-apiserver re-reads its pair on a file event or within a minute; the kubelet refreshes a
-    # Secret volume within about a minute of the change.
+    # kube-apiserver re-reads its pair on the file event of the kubelet's Secret-volume update,
+    # which comes within about a minute of the Secret's change.
     fleet.wait_for(apiserver_reloaded, 180, "both karmada-apiserver pods serving the renewed certificate")
     client = (fleet.work / "etcd-client.crt", fleet.work / "etcd-client.key")
     client[0].write_bytes(etcd_files["healthcheck-client.crt"])
