@@ -120,6 +120,11 @@ BROKEN = [
      ["spec.certificates.leafValidityDays", "cannot outlive its CA"]),
     ("zero-validity", "KarmadaDeployment", {"spec.certificates.leafValidityDays": 0},
      ["spec.certificates.leafValidityDays", "greater than or equal to 1"]),
+    ("force-renew-sa", "KarmadaDeployment",
+     {"spec.certificates.forceRenew": {"issuedBefore": "2026-12-02T08:00:00Z", "certificates": ["admin", "sa"]}},
+     ["spec.certificates.forceRenew.certificates", "no issue time"]),
+    ("force-renew-without-time", "KarmadaDeployment", {"spec.certificates.forceRenew": {"certificates": ["admin"]}},
+     ["spec.certificates.forceRenew.issuedBefore", "Required value"]),
     ("leaf-validity-not-a-duration", "KarmadaDeployment", {"spec.certificates.leafValidity": "soon"},
      ["spec.certificates.leafValidity", "should match"]),
     ("leaf-validity-too-short", "KarmadaDeployment",
@@ -338,6 +343,11 @@ ACCEPTED = [
      {"spec.source": {"location": "s3://bucket/dc1/x.db",
                       "s3": {"endpoint": "https://s3.example", "credentialsSecretRef": {"name": "c"}}}}),
     ("restore-with-source-pki", "EtcdRestore", {"spec.pki": {"secretRef": {"name": "source-pki"}}}),
+    ("force-renew-leaves", "KarmadaDeployment",
+     {"spec.certificates.forceRenew": {"issuedBefore": "2026-12-02T08:00:00Z"}}),
+    ("force-renew-listed", "KarmadaDeployment",
+     {"spec.certificates.forceRenew": {"issuedBefore": "2026-12-02T08:00:00Z",
+                                       "certificates": ["admin", "etcd/server", "karmada-controller-manager-client"]}}),
 ]
 
 
