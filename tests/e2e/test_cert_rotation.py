@@ -195,10 +195,17 @@ def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_p
     fleet.wait_for(lambda: ready_at_generation(fleet), 1500, "Ready")
     fleet.wait_for(lambda: cluster_ready(fleet, fleet.kubeconfig()) == "True", 600, f"{MEMBER} Ready in Karmada")
     print(f"\napply-to-Ready with {MEMBER}: {time.monotonic() - start:.0f}s")
-    yield fleet
-    host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=600s", check=False)
-    operator.stop()
-    crds.stop()
+    try:
+        yield fleet
+    finally:
+        # the deletion unjoins the member first: longer than kubectl's own 120-second limit here
+        host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--wait=false", check=False)
+        try:
+            fleet.wait_for(lambda: host_cluster.kubectl("get", "karmadadeployment", NAME, "-n", NS,
+                                                        check=False).returncode != 0, 900, "the deletion")
+        finally:
+            operator.stop()
+            crds.stop()
 
 
 def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_clusters):
