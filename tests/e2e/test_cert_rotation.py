@@ -181,21 +181,21 @@ def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_p
     crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
     host_cluster.kubectl("create", "namespace", NS, check=False)
     operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
-    operator.wait_healthy()
-    cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256, members)
-    cr["metadata"].setdefault("annotations", {})["ansible.sdk.operatorframework.io/reconcile-period"] = \
-        RECONCILE_PERIOD
-    cr["spec"]["apiServer"]["replicas"] = 2  # /readyz must never fail
-    # cluster.karmada.io (how the test reads the member's Ready) stays served while it restarts
-    cr["spec"].setdefault("components", {}).setdefault("aggregatedAPIServer", {})["replicas"] = 2
-    cr["spec"]["certificates"].update({"leafValidity": "20m", "renewBefore": f"{RENEW_BEFORE.seconds // 60}m"})
     fleet = Deployment(host_cluster, operator, work, NAME, NS)
-    start = time.monotonic()
-    host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
-    fleet.wait_for(lambda: ready_at_generation(fleet), 1500, "Ready")
-    fleet.wait_for(lambda: cluster_ready(fleet, fleet.kubeconfig()) == "True", 600, f"{MEMBER} Ready in Karmada")
-    print(f"\napply-to-Ready with {MEMBER}: {time.monotonic() - start:.0f}s")
     try:
+        operator.wait_healthy()
+        cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256, members)
+        cr["metadata"].setdefault("annotations", {})["ansible.sdk.operatorframework.io/reconcile-period"] = \
+            RECONCILE_PERIOD
+        cr["spec"]["apiServer"]["replicas"] = 2  # /readyz must never fail
+        # cluster.karmada.io (how the test reads the member's Ready) stays served while it restarts
+        cr["spec"].setdefault("components", {}).setdefault("aggregatedAPIServer", {})["replicas"] = 2
+        cr["spec"]["certificates"].update({"leafValidity": "20m", "renewBefore": f"{RENEW_BEFORE.seconds // 60}m"})
+        start = time.monotonic()
+        host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
+        fleet.wait_for(lambda: ready_at_generation(fleet), 1500, "Ready")
+        fleet.wait_for(lambda: cluster_ready(fleet, fleet.kubeconfig()) == "True", 600, f"{MEMBER} Ready in Karmada")
+        print(f"\napply-to-Ready with {MEMBER}: {time.monotonic() - start:.0f}s")
         yield fleet
     finally:
         # the deletion unjoins the member first: longer than kubectl's own 120-second limit here
