@@ -27,7 +27,7 @@ import socket
 import ssl
 import threading
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -83,14 +83,19 @@ class PodLog:
         self.thread.start()
 
     def _record(self, pod) -> None:
-        meta = pod.metadata
+        """Times are when this watch saw the pod appear and its deletion begin (this machine's clock,
+        sub-second; the API server's timestamps have whole seconds, too coarse to order two
+        components that roll within a second of each other)."""
+        meta, seen = pod.metadata, datetime.now(UTC)
         with self.lock:
             entry = self.pods.setdefault(meta.uid, {"app": (meta.labels or {}).get("app.kubernetes.io/name", "?"),
-                                                    "name": meta.name, "created": meta.creation_timestamp,
-                                                    "deleting": None})
+                                                    "name": meta.name, "created": seen, "deleting": None,
+                                                    "server": (meta.creation_timestamp, None)})
             if meta.deletion_timestamp and entry["deleting"] is None:
+                entry["deleting"] = seen
                 # deletionTimestamp is when the grace period ends; the deletion began that much earlier
-                entry["deleting"] = meta.deletion_timestamp - timedelta(seconds=meta.deletion_grace_period_seconds or 0)
+                entry["server"] = (entry["server"][0], meta.deletion_timestamp
+                                   - timedelta(seconds=meta.deletion_grace_period_seconds or 0))
 
     def _run(self) -> None:
         selector = f"app.kubernetes.io/instance={NAME}"
@@ -101,7 +106,7 @@ class PodLog:
             try:
                 for event in k8s_watch.Watch().stream(self.api.list_namespaced_pod, NS, label_selector=selector,
                                                       resource_version=listed.metadata.resource_version,
-                                                      timeout_seconds=30):
+                                                      timeout_seconds=600):
                     self._record(event["object"])
                     if self.stop.is_set():
                         break
@@ -273,7 +278,10 @@ def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_cluste
     # Restarts: one component at a time; karmada-apiserver and etcd not at all.
     moved = restarts(present, log)
     order = sorted(moved.items(), key=lambda kv: kv[1][0])
-    print("restarted, in order: " + ", ".join(f"{app} {s:%H:%M:%S}-{e:%H:%M:%S}" for app, (s, e) in order))
+    print("restarted, in order: " + ", ".join(f"{app} {s:%H:%M:%S.%f}-{e:%H:%M:%S.%f}" for app, (s, e) in order))
+    for p in sorted(log.values(), key=lambda p: p["created"]):
+        print(f"  {p['name']}: seen {p['created']:%H:%M:%S.%f}, deleting seen "
+              f"{p['deleting'] and format(p['deleting'], '%H:%M:%S.%f')}; server {p['server']}")
     assert "karmada-apiserver" not in moved and "etcd" not in moved, moved
     for (app, (_, end)), (nxt, (start, _)) in zip(order, order[1:], strict=False):
         assert end <= start, f"{nxt} began restarting at {start} before {app}'s old pods went ({end})"
