@@ -14,11 +14,18 @@ rolled so far with the version their ready pods run.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+# On the EtcdBackup an upgrade takes: "<from> to <to>". The backup controller lets it run while
+# the KarmadaDeployment's new generation is not applied yet (the upgrade waits for it before
+# it changes anything).
+PRE_UPGRADE_ANNOTATION = "operator.karmada.io/pre-upgrade"
+_API_VERSION = "operator.karmada.io/v1alpha1"
 _SEMVER = re.compile(r"^v(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
 
 
@@ -47,8 +54,13 @@ def version_change(cr: Mapping[str, Any], target: str) -> tuple[str, str] | None
     if not running:
         return None  # not installed yet: an install, not an upgrade
     last = status.get("upgrade") or {}
-    if last.get("phase") in ("InProgress", "Stopped") and last.get("toVersion") == target:
+    unfinished = last.get("phase") in ("InProgress", "Stopped")
+    if unfinished and last.get("toVersion") == target:
         return str(last.get("fromVersion") or running), target
+    if unfinished and last.get("fromVersion") == target and last.get("toVersion"):
+        # the old version set back on an unfinished upgrade: the components it already moved
+        # roll back (in reverse order), from the version it was going to
+        return str(last["toVersion"]), target
     if running == target:
         return None
     return running, target
@@ -92,6 +104,18 @@ def started(cr: Mapping[str, Any], target: str, now: datetime) -> dict[str, Any]
             "components": list(last.get("components") or []) if same else []}
 
 
+def is_rollback(record: Mapping[str, Any]) -> bool:
+    """Whether the version change in ``record`` (status.upgrade as a pass starts) goes down:
+    then the steps run in reverse order, the optional components first and karmada-apiserver
+    last, so a component never runs against a newer one it was not built for."""
+    if not record or record.get("phase") != "InProgress":
+        return False
+    try:
+        return _parse(str(record.get("toVersion")))[:3] < _parse(str(record.get("fromVersion")))[:3]
+    except UpgradeRefused:
+        return False
+
+
 def _merge_steps(record: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The record's components plus the steps that rolled now (a component rolled again replaces its entry)."""
     out = {c["name"]: dict(c) for c in record.get("components") or []}
@@ -132,3 +156,64 @@ def condition(record: Mapping[str, Any]) -> dict[str, str]:
                            f"{record.get('message', '')}"[:1000]}
     return {"type": "Upgrading", "status": "False", "reason": "UpgradeSucceeded",
             "message": f"upgraded from {what} ({len(record.get('components') or [])} components rolled)"}
+
+
+def pre_upgrade_backup_name(karmada: str, version: str) -> str:
+    """<karmada>-pre-upgrade-<version, dots as dashes>, shortened with a digest past 63 characters."""
+    name = f"{karmada}-pre-upgrade-{version.replace('.', '-')}".lower()
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:54].rstrip('-.')}-{digest}"
+
+
+def pre_upgrade_backup(cr: Mapping[str, Any], backups: Sequence[Mapping[str, Any]],
+                       record: Mapping[str, Any]) -> dict[str, Any]:
+    """The EtcdBackup to take before the version change ``record`` starts (status.upgrade as
+    the pass starts), or {}: none when nothing changes version, when
+    spec.upgrade.preUpgradeBackup is Skip, or when no EtcdBackup of ``backups`` backs up this
+    KarmadaDeployment (no store configured). The store is that EtcdBackup's (a scheduled one
+    first, then by name); the new one is a single backup, no schedule, no retention."""
+    if not record or record.get("phase") != "InProgress":
+        return {}
+    spec = cr.get("spec") or {}
+    if ((spec.get("upgrade") or {}).get("preUpgradeBackup") or "Auto") == "Skip":
+        return {}
+    meta = cr.get("metadata") or {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    sources = [b for b in backups
+               if ((b.get("spec") or {}).get("karmadaDeploymentRef") or {}).get("name") == name
+               and (b.get("metadata") or {}).get("namespace", namespace) == namespace
+               and PRE_UPGRADE_ANNOTATION not in ((b.get("metadata") or {}).get("annotations") or {})
+               and (b.get("spec") or {}).get("storage")]
+    if not sources:
+        return {}
+    source = sorted(sources, key=lambda b: (not (b.get("spec") or {}).get("schedule"), b["metadata"]["name"]))[0]
+    backup_spec = {"karmadaDeploymentRef": {"name": name}, "storage": copy.deepcopy(source["spec"]["storage"])}
+    if source["spec"].get("jobResources"):
+        backup_spec["jobResources"] = copy.deepcopy(source["spec"]["jobResources"])
+    return {"apiVersion": _API_VERSION, "kind": "EtcdBackup",
+            "metadata": {"name": pre_upgrade_backup_name(str(name), str(record.get("toVersion"))),
+                         "namespace": namespace,
+                         "labels": {"app.kubernetes.io/instance": name,
+                                    "app.kubernetes.io/managed-by": "karmada-operator"},
+                         "annotations": {PRE_UPGRADE_ANNOTATION: f"{record.get('fromVersion')} to "
+                                                                 f"{record.get('toVersion')}",
+                                         "operator.karmada.io/store-from": source["metadata"]["name"]}},
+            "spec": backup_spec}
+
+
+def pre_upgrade_backup_state(backup: Mapping[str, Any] | None) -> tuple[str, str]:
+    """(state, message) of the pre-upgrade EtcdBackup: Succeeded, Failed or Waiting."""
+    status = (backup or {}).get("status") or {}
+    phase = status.get("phase")
+    if phase == "Succeeded" and status.get("lastSuccessfulBackup"):
+        last = status["lastSuccessfulBackup"]
+        return "Succeeded", f"{last.get('location', '')}"
+    if phase == "Failed":
+        cond = next((c for c in status.get("conditions") or [] if c.get("status") == "False"), {})
+        why = f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": ")
+        return "Failed", f"the pre-upgrade backup {(backup or {}).get('metadata', {}).get('name')} failed" + \
+            (f": {why}" if why else "")
+    cond = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    return "Waiting", str(cond.get("message") or phase or "not started yet")
