@@ -20,7 +20,8 @@ first takes a backup there. The tests run in file order on it:
 4. an upgrade whose karmada-controller-manager image does not exist stops at it: Ready False
    naming it and the image pull, the components after it (scheduler, webhook) untouched, the
    plane serving; correcting the image completes the upgrade;
-5. ``spec.upgrade.strategy: Components`` listing the scheduler moves the scheduler alone.
+5. ``spec.upgrade.strategy: Components`` listing the scheduler moves the scheduler alone;
+6. Karmada's own e2e suite (hack/karmada-e2e/groups-upgrade.txt) passes on the upgraded Karmada.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import pytest
 import yaml
 from karmada_observed import image_tag
 
-from support import karmada_e2e
+from support import karmada_e2e, karmada_suite
 from support.karmada_crds_server import karmada_version, serve
 from support.karmada_e2e import Deployment, bookinfo, bookinfo_running, operator_kubeconfig
 from support.operator_runtime import OperatorProcess
@@ -374,3 +375,11 @@ def test_strategy_components_moves_only_the_listed_component(fleet: Deployment):
     upgrade_to_new(fleet, upgrade={"strategy": "Full", "components": None})
     fleet.wait_for(lambda: ready_at_generation(fleet) and karmada_components_on(fleet, NEW), 900,
                    f"everything on {NEW} again")
+
+
+@pytest.mark.timeout(2400)
+def test_karmada_e2e_suite_passes_after_the_upgrade(fleet: Deployment, member_clusters, tmp_path):
+    assert karmada_components_on(fleet, NEW)
+    karmada_suite.build()
+    karmada_suite.run_suite(fleet, [m for m in member_clusters if m.name in MEMBERS], [], tmp_path / "report",
+                            groups_file=karmada_suite.HACK / "groups-upgrade.txt", via_service=True)
