@@ -62,11 +62,11 @@ lint: setup ## Static checks: ansible-lint, yamllint, shellcheck, ruff, syntax-c
 	hack/lint.sh
 
 .PHONY: test
-test: setup testenv-bin lint ## The test command: lint, then every pytest tier (unit, plugin, end-to-end).
+test: setup testenv-bin lint ## The test command: lint, then every pytest tier (unit, plugin, end-to-end, Karmada's own e2e suite).
 	$(PY) -m pytest tests -m "not extended" $(PYTEST_ARGS)
 
 .PHONY: test-extended
-test-extended: setup testenv-bin ## The slow end-to-end scenarios (backup and restore, upgrades, Karmada's e2e suite, OLM, molecule); run before resolving their issues.
+test-extended: setup testenv-bin ## The slow end-to-end scenarios (backup and restore, upgrades with Karmada's e2e suite after them, OLM, molecule); run before resolving their issues.
 	$(PY) -m pytest tests -m extended $(PYTEST_ARGS)
 
 .PHONY: unit
