@@ -476,13 +476,15 @@ class Kube:
             return out, True
         return out, content_changed(before, out)
 
-    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """Create the object (``metadata.generateName`` works); KubeError 409 when it exists."""
+    def create(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """Create the object (``metadata.generateName`` works); KubeError 409 when it exists.
+        ``dry_run``: admission runs (webhooks included), nothing is stored."""
         meta = obj["metadata"]
         res = self.resource(obj["apiVersion"], obj["kind"])
+        extra = {"dry_run": "All"} if dry_run else {}
         return self._json(self._call(
             lambda: res.create(body=obj, namespace=meta.get("namespace"), field_manager=FIELD_MANAGER,
-                               serialize=False),
+                               serialize=False, **extra),
             hide=_secret_values(obj)))
 
     def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
