@@ -35,6 +35,12 @@ class UpgradeRefused(Exception):
     reason = "UnsupportedUpgrade"
 
 
+class PreflightFailed(UpgradeRefused):
+    """The plane is not healthy enough to start a version change."""
+
+    reason = "UpgradePreflightFailed"
+
+
 def _parse(version: str) -> tuple[int, int, int, str]:
     m = _SEMVER.match(version or "")
     if not m:
@@ -89,6 +95,33 @@ def preflight(cr: Mapping[str, Any], target: str) -> None:
     if new[0] != old[0] or new[1] - old[1] > 1:
         raise UpgradeRefused(f"spec.karmadaVersion {target}: Karmada upgrades one minor version at a time "
                              f"(running {running}); go to v{old[0]}.{old[1] + 1}.x first")
+    _healthy(cr, running)
+
+
+# What must not be False when a version change starts (a resumed or rolled-back one is exempt:
+# the plane is mid-change by design). Ready itself is not checked: a refused version change
+# turns it False with nothing wrong in the plane.
+HEALTH_CONDITIONS = ("EtcdReady", "ControlPlaneReady")
+
+
+def _healthy(cr: Mapping[str, Any], running: str) -> None:
+    status = cr.get("status") or {}
+    if (status.get("upgrade") or {}).get("phase") in ("InProgress", "Stopped"):
+        return
+    for cond in status.get("conditions") or []:
+        if cond.get("type") in HEALTH_CONDITIONS and cond.get("status") == "False":
+            raise PreflightFailed(
+                f"{cond['type']} is False ({cond.get('reason', '')}: {cond.get('message', '')}): a version change "
+                f"starts only on a healthy plane; fix it, or set spec.karmadaVersion back to {running}")
+
+
+def refusal(cr: Mapping[str, Any], target: str) -> dict[str, str]:
+    """{} when the version change (if any) may start, else its reason and message."""
+    try:
+        preflight(cr, target)
+    except UpgradeRefused as err:
+        return {"reason": err.reason, "message": str(err)}
+    return {}
 
 
 def started(cr: Mapping[str, Any], target: str, now: datetime) -> dict[str, Any]:
@@ -158,9 +191,12 @@ def condition(record: Mapping[str, Any]) -> dict[str, str]:
             "message": f"upgraded from {what} ({len(record.get('components') or [])} components rolled)"}
 
 
-def pre_upgrade_backup_name(karmada: str, version: str) -> str:
-    """<karmada>-pre-upgrade-<version, dots as dashes>, shortened with a digest past 63 characters."""
-    name = f"{karmada}-pre-upgrade-{version.replace('.', '-')}".lower()
+def pre_upgrade_backup_name(karmada: str, version: str, start: str) -> str:
+    """<karmada>-pre-upgrade-<version, dots as dashes>-<start, e.g. 20261202t0730>: one per
+    version change (a resumed one keeps its start time, so its backup), shortened with a digest
+    past 63 characters."""
+    stamp = re.sub(r"[^0-9t]", "", start.lower())[:13]
+    name = f"{karmada}-pre-upgrade-{version.replace('.', '-')}-{stamp}".lower().rstrip("-")
     if len(name) <= 63:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
@@ -193,7 +229,8 @@ def pre_upgrade_backup(cr: Mapping[str, Any], backups: Sequence[Mapping[str, Any
     if source["spec"].get("jobResources"):
         backup_spec["jobResources"] = copy.deepcopy(source["spec"]["jobResources"])
     return {"apiVersion": _API_VERSION, "kind": "EtcdBackup",
-            "metadata": {"name": pre_upgrade_backup_name(str(name), str(record.get("toVersion"))),
+            "metadata": {"name": pre_upgrade_backup_name(str(name), str(record.get("toVersion")),
+                                                         str(record.get("startTime") or "")),
                          "namespace": namespace,
                          "labels": {"app.kubernetes.io/instance": name,
                                     "app.kubernetes.io/managed-by": "karmada-operator"},

@@ -120,8 +120,8 @@ def event_uids(fleet: Deployment, reason: str) -> set[str]:
 def check_pre_upgrade_backup(fleet: Deployment, record: dict, version: str, first_rolled: dict) -> None:
     """The backup the version change took: named in status.upgrade, Succeeded, and stored
     (its BackupSucceeded Event) before the first component rolled."""
-    name = f"{NAME}-pre-upgrade-{version.replace('.', '-')}"
-    assert record.get("backup", {}).get("name") == name, record
+    name = record.get("backup", {}).get("name", "")
+    assert name.startswith(f"{NAME}-pre-upgrade-{version.replace('.', '-')}-"), record
     assert record["backup"]["location"].startswith(f"pvc://{BACKUP_PVC}/{NAME}/"), record
     backup = fleet.host.get("etcdbackup", name, "-n", NS)
     assert backup["status"]["phase"] == "Succeeded" and condition(backup, "Ready")["status"] == "True", backup["status"]
