@@ -84,8 +84,9 @@ bench: setup testenv-bin ## Benchmarks; print figures and append them to benchma
 ##@ Test environment (real host cluster + kwok members, built from pinned sources)
 
 .PHONY: testenv-bin
-testenv-bin: ## Build the pinned binaries into $(KO_CACHE)/bin (skips what is there; KO_PREBUILT_BIN to reuse).
+testenv-bin: ## Build the pinned binaries into $(KO_CACHE)/bin, Karmada's e2e suite too (skips what is there; KO_PREBUILT_BIN to reuse).
 	@hack/testenv/build-bins.sh $(COMPONENTS)
+	@hack/karmada-e2e/build.sh
 
 .PHONY: testenv-up
 testenv-up: setup testenv-bin ## Start the local host cluster (idempotent).
