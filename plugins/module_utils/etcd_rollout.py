@@ -17,7 +17,10 @@ members (``etcd_cluster_health``), then :func:`decide`:
   through an election timeout. A pod is deleted only when the voters left without it still
   form a quorum (a single member cannot: its restart is a short outage by nature);
 * after each deletion the gate is waited for again: the pod back on the new revision, Ready,
-  and etcd healthy with every member, before the next member.
+  and etcd healthy with every member, before the next member;
+* one exception to the gate: a single member that is down on an older revision while the others
+  are up and keep a quorum without it is replaced at once. That is how a rollout stopped by a
+  broken template (an image that does not exist) goes on once the spec is fixed.
 
 A gate that does not hold within ``timeout`` seconds, or pods stuck for ``stuck_after`` seconds
 in a state waiting does not clear (image pull failure, crash loop, unschedulable), stops the
@@ -203,6 +206,34 @@ def _gate(statefulset: Mapping[str, Any] | None, name: str, pods: Mapping[str, M
     return ""
 
 
+def _broken_outdated(statefulset: Mapping[str, Any] | None, name: str, pods: Mapping[str, MemberPod],
+                     health: Mapping[str, Any], replicas: int) -> MemberPod | None:
+    """The one member that is down (pod not Ready, or etcd calls it unhealthy) on an older
+    revision while every other member is up, when the others keep a quorum without it: replacing
+    it costs nothing and is how a rollout stopped by a broken template recovers once the spec is
+    fixed (the broken pod would otherwise never be Ready, and the gate never hold)."""
+    status = (statefulset or {}).get("status") or {}
+    meta = (statefulset or {}).get("metadata") or {}
+    update = status.get("updateRevision")
+    if not update or int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
+        return None
+    expected = [pods.get(f"{name}-{i}") for i in range(replicas)]
+    if any(p is None or p.terminating for p in expected) or len(pods) != replicas:
+        return None
+    if replicas == 1:  # etcd cannot even list its member when the only one is down
+        alone = expected[0]
+        return alone if alone is not None and not alone.ready and alone.revision != update else None
+    members = {str(m.get("name")): m for m in health.get("members") or []}
+    if sorted(members) != sorted(p.name for p in expected if p is not None):
+        return None
+    down = [p for p in expected if p is not None and (not p.ready or not members[p.name].get("healthy"))]
+    if len(down) != 1 or down[0].revision == update or members[down[0].name].get("leader"):
+        return None
+    if (len(members) > 1 and not health.get("has_quorum")) or quorum_without(health, down[0].name):
+        return None
+    return down[0]
+
+
 def quorum_without(health: Mapping[str, Any], name: str) -> str:
     """Why stopping member ``name`` would cost etcd its quorum ("" when the voters left, healthy,
     still form one). A single member is the exception: it cannot restart without a pause."""
@@ -221,6 +252,10 @@ def decide(statefulset: Mapping[str, Any] | None, name: str, pods: Mapping[str, 
     outdated pod (followers from the highest ordinal, the leader last), or done."""
     why = _gate(statefulset, name, pods, health, replicas, max_lag)
     if why:
+        broken = _broken_outdated(statefulset, name, pods, health, replicas)
+        if broken is not None:
+            return Decision("delete", f"{broken.name} is down on the old revision {broken.revision} ({why})",
+                            pod=broken.name, uid=broken.uid)
         return Decision("wait", why)
     update = str(((statefulset or {}).get("status") or {}).get("updateRevision"))
     expected = [pods[f"{name}-{i}"] for i in range(replicas)]

@@ -32,6 +32,8 @@ class ProcessStatefulSet:
         self.update = OLD
         self.restart_after = restart_after
         self.recreate = True
+        self.broken: set[str] = set()  # revisions whose pods never start (an image that does not exist)
+        self.present = {n.name: True for n in nodes}
         self.deleted: list[dict] = []  # what etcd said at each deletion
         self.lock = threading.Lock()
 
@@ -51,7 +53,7 @@ class ProcessStatefulSet:
         with self.lock:
             out = []
             for name, node in self.nodes.items():
-                if node.proc is None:
+                if not self.present[name]:
                     continue  # deleted, not recreated yet
                 out.append({"metadata": {"name": name, "uid": f"{name}-{self.uid[name]}",
                                          "labels": {"controller-revision-hash": self.revision[name]}},
@@ -65,19 +67,21 @@ class ProcessStatefulSet:
         client = self.cluster.client([n for n in self.nodes.values() if n.running])
         statuses = {n: client.status(x.client_url) for n, x in self.nodes.items() if x.running}
         self.deleted.append({"name": name, "running": sorted(n for n, x in self.nodes.items() if x.running),
-                             "leader": statuses[name].is_leader,
+                             "leader": name in statuses and statuses[name].is_leader,
                              "leaders": {n for n, s in statuses.items() if s.is_leader}})
         with self.lock:
             self.cluster.stop_node(node)
-            node.proc = None
+            node.proc, self.present[name] = None, False
         if self.recreate:
             threading.Timer(self.restart_after, self._recreate, args=(name,)).start()
 
     def _recreate(self, name: str) -> None:
         node = self.nodes[name]
         with self.lock:
-            self.cluster.start_node(node, self.initial, "new", "test")  # its data dir is kept
+            if self.update not in self.broken:
+                self.cluster.start_node(node, self.initial, "new", "test")  # its data dir is kept
             self.revision[name], self.uid[name] = self.update, self.uid[name] + 1
+            self.present[name] = True
 
 
 @pytest.fixture
@@ -171,3 +175,21 @@ def test_a_member_that_does_not_come_back_stops_the_rollout_there(statefulset: P
     assert [d["name"] for d in sts.deleted] == [victim]  # nothing else was touched
     running = [n for n in sts.nodes.values() if n.running]
     assert len(running) == 2 and sts.cluster.client(running).put("still", "writable")
+
+
+def test_a_rollout_stopped_by_a_broken_revision_goes_on_once_the_spec_is_fixed(statefulset: ProcessStatefulSet):
+    sts = statefulset
+    first_leader = leader_name(sts)
+    sts.update, sts.broken = "rev-broken", {"rev-broken"}
+    with pytest.raises(EtcdRolloutStopped) as stopped:
+        roll(sts, lambda pods: sts.cluster.client(list(sts.nodes.values())), statefulset=STS, replicas=3,
+             timeout=5, poll=0.3)
+    victim = stopped.value.member
+    assert f"{victim} is not Ready" in str(stopped.value) and sts.revision[victim] == "rev-broken"
+    # the spec is fixed: a new revision; the member down on the broken one goes first, then the rest
+    sts.update = NEW
+    result = roll(sts, lambda pods: sts.cluster.client(list(sts.nodes.values())), statefulset=STS, replicas=3,
+                  timeout=60, poll=0.3)
+    assert [d["name"] for d in sts.deleted][1:] == [m.name for m in result.members]
+    assert result.members[0].name == victim and result.members[-1].name == first_leader
+    assert set(sts.revision.values()) == {NEW}

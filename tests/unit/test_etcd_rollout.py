@@ -88,7 +88,8 @@ def test_a_single_member_rolls_without_a_successor():
     (statefulset(), [pod(0), pod(1, NEW, ready=False), pod(2)], health(), "karmada-etcd-1 is not Ready"),
     (statefulset(), [pod(0), pod(1), pod(2), pod(3)], health(), "pods beyond 3 members still exist: karmada-etcd-3"),
     (statefulset(), [pod(0), pod(1), pod(2)], health(quorum=False, unhealthy=(0, 1)), "etcd has no quorum"),
-    (statefulset(), [pod(0), pod(1), pod(2)], health(unhealthy=(2,)), "member karmada-etcd-2 is not healthy: down"),
+    (statefulset(), [pod(0, NEW), pod(1, NEW), pod(2, NEW)], health(unhealthy=(2,)),
+     "member karmada-etcd-2 is not healthy: down"),
     (statefulset(), [pod(0), pod(1), pod(2)], health(learners=(2,)), "karmada-etcd-2 is still a learner"),
     (statefulset(), [pod(0), pod(1), pod(2)], health(missing=(1,)), "karmada-etcd-1 is not an etcd member"),
     (statefulset(), [pod(0), pod(1), pod(2)], health(n=4), "etcd lists members that have no pod: karmada-etcd-3"),
@@ -99,6 +100,25 @@ def test_a_single_member_rolls_without_a_successor():
 def test_nothing_is_deleted_until_the_gate_holds(sts, pods, h, why):
     d = er.decide(sts, STS, pods_of(*pods), h, 3)
     assert d.action == "wait" and why in d.reason, d
+
+
+def test_a_member_down_on_an_old_revision_is_replaced_first_when_the_others_keep_quorum():
+    """A rollout stopped at a broken image (revision rev-broken) goes on once the spec is fixed (rev-new)."""
+    broken = [pod(0), pod(1), pod(2, "rev-broken", ready=False, waiting="ImagePullBackOff")]
+    d = er.decide(statefulset(), STS, pods_of(*broken), health(unhealthy=(2,)), 3)
+    assert (d.action, d.pod) == ("delete", f"{STS}-2") and "down on the old revision rev-broken" in d.reason
+    # not while another member is down too, nor for the pod of the new revision (it is starting)
+    two_down = [pod(0, ready=False), pod(1), pod(2, "rev-broken", ready=False)]
+    assert er.decide(statefulset(), STS, pods_of(*two_down), health(unhealthy=(0, 2)), 3).action == "wait"
+    starting = [pod(0), pod(1), pod(2, NEW, ready=False)]
+    assert er.decide(statefulset(), STS, pods_of(*starting), health(unhealthy=(2,)), 3).action == "wait"
+    # a single member that is down on an old revision is replaced (it serves nothing as it is)
+    alone = er.decide(statefulset(), STS, pods_of(pod(0, ready=False)),
+                      {"has_quorum": False, "members": [], "errors": ["cannot connect"]}, 1)
+    assert (alone.action, alone.pod) == ("delete", f"{STS}-0")
+    # the leader is never replaced this way (it is up: it leads)
+    assert er._broken_outdated(statefulset(), STS, pods_of(pod(0), pod(1), pod(2, ready=False)),
+                               health(leader=2), 3) is None
 
 
 @pytest.mark.parametrize("n, unhealthy, learners, victim, ok", [
