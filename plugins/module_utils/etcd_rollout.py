@@ -43,11 +43,13 @@ try:  # as Ansible ships it to a module
     from ansible.module_utils import etcd_gateway as gw
     from ansible.module_utils.etcd_cluster_health import cluster_health, quorum
     from ansible.module_utils.etcd_membership import move_leadership
+    from ansible.module_utils.karmada_kube import KubeError
     from ansible.module_utils.karmada_observed import image_tag, pod_problems
 except ImportError:  # as plain Python (tests)
     import etcd_gateway as gw  # type: ignore[no-redef]
     from etcd_cluster_health import cluster_health, quorum  # type: ignore[no-redef]
     from etcd_membership import move_leadership  # type: ignore[no-redef]
+    from karmada_kube import KubeError  # type: ignore[no-redef]
     from karmada_observed import image_tag, pod_problems  # type: ignore[no-redef]
 
 # The label the StatefulSet controller puts on each pod: the revision of the template it runs.
@@ -371,7 +373,11 @@ class KubeMembers:
         return self.kube.list("v1", "Pod", self.namespace, label_selector=self.selector)
 
     def delete(self, name: str, uid: str) -> None:
-        self.kube.delete("v1", "Pod", name, self.namespace, uid=uid)
+        try:
+            self.kube.delete("v1", "Pod", name, self.namespace, uid=uid)
+        except KubeError as exc:
+            if exc.status != 409:  # 409: that pod was already replaced (its uid moved on)
+                raise
 
 
 def resolve_map(pods: Mapping[str, MemberPod], member_domain: str) -> dict[str, str]:
