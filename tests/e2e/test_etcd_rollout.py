@@ -137,6 +137,7 @@ def test_an_etcd_template_change_rolls_one_member_at_a_time_leader_last_with_quo
     assert len(leaders) == 1, fleet.get()["status"]["etcd"]
     leader = leaders[0]
     rolled_before = len(events(fleet, "EtcdMemberRolled"))
+    assert rolled_before == 0, "the first install replaced etcd pods"
     kubeconfig = fleet.kubeconfig()
     assert readyz(fleet, kubeconfig) == "ok"
 
