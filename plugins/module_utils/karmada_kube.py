@@ -524,12 +524,15 @@ class Kube:
                                  serialize=False),
             hide=_secret_values({"kind": kind, **patch})))
 
-    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
-        """Delete if present (dependents in the background); True when a delete was sent."""
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+               uid: str = "") -> bool:
+        """Delete if present (dependents in the background); True when a delete was sent.
+        ``uid``: only that incarnation of the object (KubeError 409 when it was replaced since)."""
         try:
             res = self.resource(api_version, kind)
-            self._call(lambda: res.delete(name=name, namespace=namespace, propagation_policy="Background",
-                                          serialize=False))
+            body = {"preconditions": {"uid": uid}} if uid else None
+            self._call(lambda: res.delete(name=name, namespace=namespace, body=body,
+                                          propagation_policy="Background", serialize=False))
             return True
         except KubeError as exc:
             if exc.status == 404:
