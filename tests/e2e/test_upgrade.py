@@ -65,12 +65,15 @@ OLD, NEW = previous_version(), karmada_version()
 
 
 def control_plane_pods(fleet: Deployment) -> dict[str, dict[str, str]]:
-    """component -> {pod uid: image of its main container as the runtime runs it}, pods not being deleted."""
+    """component -> {pod uid: image of its main container as the runtime runs it}, pods not being
+    deleted and not run by a Job."""
     pods = fleet.host.get("pods", "-n", NS, "-l", f"app.kubernetes.io/instance={NAME}")["items"]
     out: dict[str, dict[str, str]] = {}
     for pod in pods:
         if pod["metadata"].get("deletionTimestamp"):
             continue
+        if any(ref.get("kind") == "Job" for ref in pod["metadata"].get("ownerReferences") or []):
+            continue  # a backup Job's pod (each version change backs up first), not the control plane
         app = pod["metadata"]["labels"].get("app.kubernetes.io/name", "?")
         statuses = pod.get("status", {}).get("containerStatuses") or [{}]
         out.setdefault(app, {})[pod["metadata"]["uid"]] = statuses[0].get("image", "")
