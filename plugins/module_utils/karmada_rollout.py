@@ -75,12 +75,16 @@ def _rfc3339(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def deployment_ready(dep: Mapping[str, Any] | None, replicas: int) -> tuple[bool, str]:
+def deployment_ready(dep: Mapping[str, Any] | None, replicas: int, applied_generation: int = 0) -> tuple[bool, str]:
     """Whether a Deployment finished rolling out its current template with every replica ready
-    and available, and no pod of an older template left; else what is missing."""
+    and available, and no pod of an older template left; else what is missing.
+    ``applied_generation``: the generation our apply produced; a copy older than that (a cache
+    that has not seen the apply yet) shows the previous rollout, finished, and must not pass."""
     if not dep:
         return False, "not found"
     meta, status = dep.get("metadata") or {}, dep.get("status") or {}
+    if int(meta.get("generation") or 0) < applied_generation:
+        return False, "the applied spec is not visible yet"
     if int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
         return False, "the new spec is not observed yet"
     counts = {k: int(status.get(k) or 0) for k in ("replicas", "updatedReplicas", "readyReplicas",
@@ -151,22 +155,27 @@ def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float
 
     ``kube`` applies (in the operator: the runtime's proxy), each object owned by ``owner``
     (see :func:`owned`);
-    ``reader`` (default ``kube``) reads what the gates check. It must be the API server
+    ``reader`` (default ``kube``) reads what the gates check. It should be the API server
     itself: the proxy's cache can still hold the Deployment as it was before the apply,
-    rolled out, and a gate that reads it passes before the rollout began."""
+    rolled out, and a gate that reads it passes before the rollout began. Where only the proxy
+    is at hand (an operator run on a host: the runtime points KUBECONFIG at its proxy too), a
+    copy older than the generation the apply returned does not count."""
     reader = reader or kube
     done: list[StepResult] = []
     for step in steps:
         started, t0 = now(), clock()
         changed = False
+        applied_generation = 0
         for obj in step.objects:
-            _, obj_changed = kube.apply(owned(obj, owner))
+            out, obj_changed = kube.apply(owned(obj, owner))
             changed = changed or obj_changed
+            if obj.get("kind") == "Deployment" and (obj.get("metadata") or {}).get("name") == step.deployment:
+                applied_generation = int(((out or {}).get("metadata") or {}).get("generation") or 0)
         deadline = t0 + timeout
         stuck_since: float | None = None
         while True:
             dep = reader.get("apps/v1", "Deployment", step.deployment, namespace)
-            ready, why = deployment_ready(dep, step.replicas)
+            ready, why = deployment_ready(dep, step.replicas, applied_generation)
             if ready:
                 break
             problems = pod_problems(reader.list("v1", "Pod", namespace, label_selector=step.selector))

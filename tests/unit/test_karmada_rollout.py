@@ -24,6 +24,41 @@ def test_a_deployment_is_rolled_out_when_every_replica_runs_the_new_template(obj
     assert kr.deployment_ready(obj, 2) == (ready, why)
 
 
+def test_a_copy_from_before_the_apply_does_not_pass_the_gate():
+    """A cache a moment behind the apply shows the previous template, rolled out: not done."""
+    assert kr.deployment_ready(dep(generation=2, observed=2), 2, applied_generation=3) == (
+        False, "the applied spec is not visible yet")
+    assert kr.deployment_ready(dep(generation=3, observed=3), 2, applied_generation=3)[0]
+
+
+class StaleReader:
+    """A Kube stand-in whose reads lag one apply behind, like the runtime's proxy cache."""
+
+    def __init__(self, generations):
+        self.generations, self.reads, self.applied = generations, 0, []
+
+    def apply(self, obj):
+        self.applied.append(obj["metadata"]["name"])
+        return {"metadata": {"generation": 3}}, True
+
+    def get(self, api_version, kind, name, namespace):
+        generation = self.generations[min(self.reads, len(self.generations) - 1)]
+        self.reads += 1
+        return dep(generation=generation, observed=generation)
+
+    def list(self, *args, **kwargs):
+        return []
+
+
+def test_the_rollout_waits_until_the_read_copy_shows_its_apply():
+    kube = StaleReader([2, 2, 3])  # two stale reads, then the applied generation, rolled out
+    step = kr.Step("karmada-scheduler", [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                          "metadata": {"name": "karmada-scheduler", "namespace": "ns"}}],
+                   "karmada-scheduler", "karmada-scheduler", "app=x", 2)
+    done = kr.rollout(kube, [step], "ns", timeout=60, poll=0, sleep=lambda _: None)
+    assert kube.reads == 3 and [r.name for r in done] == ["karmada-scheduler"]
+
+
 def test_a_stuck_rollout_is_named_by_its_progress_condition():
     stuck = dep(ready=0, conditions=[{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
                                       "message": 'ReplicaSet "x" has timed out progressing.'}])
