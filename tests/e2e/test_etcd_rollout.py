@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from support import karmada_e2e
 from support.karmada_crds_server import serve
 from support.karmada_e2e import Deployment, operator_kubeconfig
 from support.operator_runtime import OperatorProcess
+from support.sampling import Sampler
 from support.testenv import HostCluster
 from support.waiting import condition, crds_established
 
@@ -58,30 +58,6 @@ def etcd_pods(host: HostCluster) -> dict[str, dict]:
             "ready": any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions", [])),
             "terminating": bool(meta.get("deletionTimestamp")), "created": meta["creationTimestamp"]}
     return out
-
-
-class Sampler:
-    """Calls ``probe`` every second in a thread; keeps (time, result) pairs."""
-
-    def __init__(self, probe):
-        self.probe, self.samples = probe, []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            started = time.monotonic()
-            try:
-                self.samples.append((time.strftime("%H:%M:%S"), self.probe()))
-            except Exception as exc:  # noqa: BLE001 - a failed probe is a sample too
-                self.samples.append((time.strftime("%H:%M:%S"), exc))
-            self.stop.wait(max(0.0, 1.0 - (time.monotonic() - started)))
-
-    def finish(self) -> list:
-        self.stop.set()
-        self.thread.join(timeout=30)
-        return self.samples
 
 
 def readyz(fleet: Deployment, kubeconfig: Path) -> str:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from support import karmada_e2e, karmada_suite
 from support.karmada_crds_server import karmada_version, serve
 from support.karmada_e2e import Deployment, bookinfo, bookinfo_running, operator_kubeconfig
 from support.operator_runtime import OperatorProcess
+from support.sampling import Sampler
 from support.testenv import HACK, HostCluster, MemberCluster
 from support.waiting import condition, crds_established
 
@@ -142,25 +142,18 @@ class ReadyzPoller:
     def __init__(self, fleet: Deployment):
         self.kubeconfig = fleet.kubeconfig()
         self.kubectl = str(Path(fleet.host.settings["KO_LINKS"]) / "kubectl")
-        self.polls, self.failures = 0, []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.sampler = Sampler(self._probe)
 
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            started = time.monotonic()
-            proc = subprocess.run([self.kubectl, "--kubeconfig", str(self.kubeconfig), "get", "--raw", "/readyz",
-                                   "--request-timeout=5s"], capture_output=True, text=True, check=False)
-            self.polls += 1
-            if proc.returncode != 0 or proc.stdout.strip() != "ok":
-                self.failures.append(f"{time.strftime('%H:%M:%S')}: {(proc.stderr or proc.stdout).strip()[:200]}")
-            self.stop.wait(max(0.0, 1.0 - (time.monotonic() - started)))
+    def _probe(self) -> str:
+        proc = subprocess.run([self.kubectl, "--kubeconfig", str(self.kubeconfig), "get", "--raw", "/readyz",
+                               "--request-timeout=5s"], capture_output=True, text=True, check=False)
+        if proc.returncode != 0 or proc.stdout.strip() != "ok":
+            return (proc.stderr or proc.stdout).strip()[:200] or "failed"
+        return "ok"
 
     def finish(self) -> tuple[int, list[str]]:
-        self.stop.set()
-        self.thread.join(timeout=15)
-        return self.polls, self.failures
+        samples = self.sampler.finish()
+        return len(samples), [f"{when}: {result}" for when, result in samples if result != "ok"]
 
 
 def member_pod_uids(members: dict[str, MemberCluster]) -> dict[str, set[str]]:
