@@ -62,11 +62,11 @@ lint: setup ## Static checks: ansible-lint, yamllint, shellcheck, ruff, syntax-c
 	hack/lint.sh
 
 .PHONY: test
-test: setup testenv-bin lint ## The test command: lint, then every pytest tier (unit, plugin, end-to-end).
+test: setup testenv-bin lint ## The test command: lint, then every pytest tier (unit, plugin, end-to-end, Karmada's own e2e suite).
 	$(PY) -m pytest tests -m "not extended" $(PYTEST_ARGS)
 
 .PHONY: test-extended
-test-extended: setup testenv-bin ## The slow end-to-end scenarios (backup and restore, upgrades, Karmada's e2e suite, OLM, molecule); run before resolving their issues.
+test-extended: setup testenv-bin ## The slow end-to-end scenarios (backup and restore, upgrades with Karmada's e2e suite after them, OLM, molecule); run before resolving their issues.
 	$(PY) -m pytest tests -m extended $(PYTEST_ARGS)
 
 .PHONY: unit
@@ -84,8 +84,9 @@ bench: setup testenv-bin ## Benchmarks; print figures and append them to benchma
 ##@ Test environment (real host cluster + kwok members, built from pinned sources)
 
 .PHONY: testenv-bin
-testenv-bin: ## Build the pinned binaries into $(KO_CACHE)/bin (skips what is there; KO_PREBUILT_BIN to reuse).
+testenv-bin: ## Build the pinned binaries into $(KO_CACHE)/bin, Karmada's e2e suite too (skips what is there; KO_PREBUILT_BIN to reuse).
 	@hack/testenv/build-bins.sh $(COMPONENTS)
+	@hack/karmada-e2e/build.sh
 
 .PHONY: testenv-up
 testenv-up: setup testenv-bin ## Start the local host cluster (idempotent).

@@ -654,6 +654,11 @@ def karmada_deployment_spec() -> Schema:
                                         "time). Without it a downgrade is refused (UnsupportedUpgrade) unless it "
                                         "goes back to the version the last upgrade started from (a rollback).",
                                         "boolean", default=False),
+                    "preUpgradeBackup": s("Auto: when an EtcdBackup in this namespace backs up this Karmada (it names "
+                                          "a store), a version change first takes a one-off EtcdBackup to the same "
+                                          "store, <name>-pre-upgrade-<version>, and waits for it to succeed; a failed "
+                                          "backup stops the upgrade before anything changes (PreUpgradeBackupFailed). "
+                                          "Skip: no backup.", enum=["Auto", "Skip"], default="Auto"),
                 },
                 default={},
                 **{"x-kubernetes-validations": [
@@ -728,6 +733,10 @@ def karmada_deployment_status() -> Schema:
                            enum=["InProgress", "Succeeded", "Stopped"]),
                 "stoppedAt": s("Component (or step) the upgrade stopped at."),
                 "message": s("Why it stopped."),
+                "backup": obj("The EtcdBackup taken before the version change (spec.upgrade.preUpgradeBackup).", {
+                    "name": s("Name of the EtcdBackup (same namespace)."),
+                    "location": s("Where its snapshot is (the store's location of the snapshot)."),
+                }),
                 "startTime": s("When the upgrade started.", format="date-time"),
                 "endTime": s("When it finished or stopped.", format="date-time"),
                 "components": arr("Components rolled out by this upgrade, in the order they finished.",

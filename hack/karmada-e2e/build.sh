@@ -3,11 +3,11 @@
 # KARMADA_VERSION in hack/versions.env) as a test binary, and what running it needs, into
 # the cache outside the work tree, the way hack/testenv/build-bins.sh builds the test bed:
 #
-#   $KO_CACHE/bin/karmada-e2e-base-<version>.test   go test -c of the suite (ginkgo v2 inside;
-#                                              ginkgo's CLI runs only binaries named *.test)
-#   $KO_CACHE/bin/ginkgo-<ginkgo version>      ginkgo's CLI at the version Karmada requires
-#                                              (runs the binary with parallel processes)
-#   $KO_CACHE/bin/karmadactl-<version>         by build-bins.sh (the karmadactl specs run it)
+#   $KO_CACHE/bin/karmada-e2e-base-<version>.test  go test -c of the suite (ginkgo v2 inside;
+#                                                 ginkgo's CLI runs only binaries named *.test)
+#   $KO_CACHE/bin/ginkgo-<ginkgo version>          ginkgo's CLI at the version Karmada requires
+#                                                 (runs the binary with parallel processes)
+#   $KO_CACHE/bin/karmadactl-<version>             by build-bins.sh (the karmadactl specs run it)
 #
 # with links of the same names (no version) in $KO_CACHE/links. Skips what is built; prints
 # how long each step took. Go's module and build caches are reused (GOMODCACHE, GOCACHE).
@@ -29,6 +29,15 @@ export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
 
 log() { printf '[karmada-e2e-build] %s\n' "$*" >&2; }
+
+# KO_PREBUILT_BIN (as in build-bins.sh): use the programs found there, build nothing.
+if [ -n "${KO_PREBUILT_BIN:-}" ]; then
+  for f in karmada-e2e-base.test ginkgo karmadactl; do
+    [ -x "$KO_PREBUILT_BIN/$f" ] || { log "KO_PREBUILT_BIN=$KO_PREBUILT_BIN has no $f"; exit 1; }
+  done
+  log "using prebuilt programs from $KO_PREBUILT_BIN"
+  exit 0
+fi
 
 version=$KARMADA_VERSION
 module=github.com/karmada-io/karmada

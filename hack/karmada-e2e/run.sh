@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run Karmada's own end-to-end suite (built by hack/karmada-e2e/build.sh) against a running
 # Karmada, on the spec groups listed in hack/karmada-e2e/groups.txt (the ones the test bed can
-# run; docs/testing.md says why the others cannot). tests/e2e/test_karmada_e2e_suite.py runs it
-# against a Karmada our operator installs; by hand:
+# run; docs/testing.md says why the others cannot). tests/support/karmada_suite.py runs it
+# against a Karmada our operator installs (test_karmada_member_clusters.py, test_upgrade.py); by hand:
 #
 #   KUBECONFIG=<file with contexts karmada-host and karmada-apiserver> \
 #   PULL_BASED_CLUSTERS=member3:<kubeconfig with a context member3> \

@@ -95,6 +95,12 @@ class FilterModule:
             "karmada_upgrade_stopped": lambda record, steps, component, message: karmada_upgrade.stopped(
                 _plain(record or {}), _plain(steps or []), str(component or ""), str(message or ""),
                 datetime.now(UTC)),
+            "karmada_pre_upgrade_backup": lambda cr, backups, record: karmada_upgrade.pre_upgrade_backup(
+                _plain(cr), _plain(backups or []), _plain(record or {})),
+            "karmada_pre_upgrade_backup_state": lambda backup: list(karmada_upgrade.pre_upgrade_backup_state(
+                _plain(backup or {}))),
+            "karmada_upgrade_refusal": lambda cr, version: karmada_upgrade.refusal(_plain(cr), str(version)),
+            "karmada_upgrade_is_rollback": lambda record: karmada_upgrade.is_rollback(_plain(record or {})),
             "karmada_upgrade_condition": lambda record: karmada_upgrade.condition(_plain(record or {})),
             "karmada_b64_decode_values": b64_decode_values,
             "karmada_restore_gate": lambda restores, name, status=None: restore_gate(

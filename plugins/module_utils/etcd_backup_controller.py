@@ -34,11 +34,13 @@ try:  # as Ansible ships it to a module
     from ansible.module_utils import k8s_conditions
     from ansible.module_utils.cr_pass import Outcome
     from ansible.module_utils.karmada_kube import Kube, KubeError, owner_reference
+    from ansible.module_utils.karmada_upgrade import PRE_UPGRADE_ANNOTATION
 except ImportError:  # as plain Python (tests)
     import etcd_backup as eb  # type: ignore[no-redef]
     import k8s_conditions  # type: ignore[no-redef]
     from cr_pass import Outcome  # type: ignore[no-redef]
     from karmada_kube import Kube, KubeError, owner_reference  # type: ignore[no-redef]
+    from karmada_upgrade import PRE_UPGRADE_ANNOTATION  # type: ignore[no-redef]
 
 API_VERSION = "operator.karmada.io/v1alpha1"
 KIND = "EtcdBackup"
@@ -195,9 +197,11 @@ def decide(backup: Mapping[str, Any], now: datetime) -> Decision:
     return Decision(True, now)
 
 
-def etcd_ready(karmada: Mapping[str, Any]) -> tuple[bool, str]:
+def etcd_ready(karmada: Mapping[str, Any], any_generation: bool = False) -> tuple[bool, str]:
     """Whether the KarmadaDeployment reports etcd Ready for its current spec (no scaling or
-    repair in flight); the message says what is wrong otherwise."""
+    repair in flight); the message says what is wrong otherwise. ``any_generation``: Ready
+    for the spec before its last change is enough (the backup an upgrade takes: the upgrade
+    waits for it before it changes anything)."""
     meta = karmada.get("metadata") or {}
     status = karmada.get("status") or {}
     cond = next((c for c in status.get("conditions") or [] if c.get("type") == "EtcdReady"), None)
@@ -205,7 +209,7 @@ def etcd_ready(karmada: Mapping[str, Any]) -> tuple[bool, str]:
         return False, "the KarmadaDeployment has not reported on etcd yet"
     if cond.get("status") != "True":
         return False, f"etcd is not ready: {cond.get('reason', '')}: {cond.get('message', '')}".rstrip(": ")
-    if cond.get("observedGeneration") not in (None, meta.get("generation")):
+    if not any_generation and cond.get("observedGeneration") not in (None, meta.get("generation")):
         return False, "etcd is being changed (the KarmadaDeployment's last spec change is not applied yet)"
     return True, ""
 
@@ -447,7 +451,8 @@ class BackupReconciler:
             out = self._status(error=exc)
             out["phase"] = "Failed"
             return Outcome(out, [self._event(exc.reason, str(exc), warning=True)], action="invalid")
-        ok, why = etcd_ready(karmada or {})
+        ok, why = etcd_ready(karmada or {}, any_generation=PRE_UPGRADE_ANNOTATION in (
+            (self.backup.get("metadata") or {}).get("annotations") or {}))
         if not ok:
             return self._pending("EtcdNotReady", f"waiting to back up: {why}")
         if plan["storage"]["type"] == "pvc" and \

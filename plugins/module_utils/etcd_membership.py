@@ -227,7 +227,7 @@ def ensure_member_absent(
         if by_id.get(target.hex_id, {}).get("leader") and not check_mode:
             successor = next((m for m in healthy_left if not m.is_learner), None)
             if successor is not None:
-                _move_leadership(client, target, successor, wait_timeout)
+                move_leadership(client, target, successor, wait_timeout)
                 result["moved_leader"] = True
     result["changed"] = True
     if check_mode:
@@ -241,7 +241,9 @@ def ensure_member_absent(
     return result
 
 
-def _move_leadership(client: gw.EtcdClient, leader: gw.Member, successor: gw.Member, wait_timeout: float) -> None:
+def move_leadership(client: gw.EtcdClient, leader: gw.Member, successor: gw.Member, wait_timeout: float) -> None:
+    """Hand leadership from ``leader`` to ``successor`` (a healthy voter) and wait until the
+    successor reports itself leader, at most ``wait_timeout`` seconds."""
     endpoint = leader.client_urls[0]
     _retry_unavailable(lambda: client.move_leader(successor.id, endpoint), wait_timeout)
 

@@ -101,6 +101,11 @@ class Component:
     api_services: tuple[APIService, ...] = ()
     # Flags extraArgs may not set: they would weaken security or break what the operator wires.
     closed_args: dict[str, str] = field(default_factory=dict)
+    # The check through karmada-apiserver after a rollout: the leader-election Lease
+    # ("namespace/name", the namespace from --leader-elect-resource-namespace when set) a ready
+    # pod must hold, or an admission dry-run (the webhook must answer).
+    lease: str = ""
+    admission_probe: bool = False
 
     @property
     def image_repository(self) -> str:
@@ -203,19 +208,20 @@ REGISTRY: tuple[Component, ...] = (
                                                 "karmada-apiserver's service-account-key-file",
             "root-ca-file": "CA put into service account token Secrets; it must be the Karmada CA",
             "use-service-account-credentials": "each controller runs with its own least-privilege service account",
-        }),
+        },
+        lease="kube-system/kube-controller-manager"),
     Component(
         key="controllerManager", binary="karmada-controller-manager", suffix="controller-manager",
         description="karmada-controller-manager", order=40, step="components",
         args={**_CONTROLLER_ARGS, "health-probe-bind-address": "$(POD_IP):10357",
               "cluster-status-update-frequency": "10s"},
-        closed_args={"kubeconfig": _KUBECONFIG}),
+        closed_args={"kubeconfig": _KUBECONFIG}, lease="karmada-system/karmada-controller-manager"),
     Component(
         key="scheduler", binary="karmada-scheduler", suffix="scheduler",
         description="karmada-scheduler", order=50, step="components",
         args={**_CONTROLLER_ARGS, "health-probe-bind-address": "$(POD_IP):10351",
               "enable-scheduler-estimator": "false"},
-        closed_args={"kubeconfig": _KUBECONFIG}),
+        closed_args={"kubeconfig": _KUBECONFIG}, lease="karmada-system/karmada-scheduler"),
     Component(
         key="webhook", binary="karmada-webhook", suffix="webhook",
         description="karmada-webhook", order=60, step="components",
@@ -225,7 +231,8 @@ REGISTRY: tuple[Component, ...] = (
               "health-probe-bind-address": "$(POD_IP):8000", "secure-port": "{port}",
               "cert-dir": SERVING_DIR, "v": "2"},
         closed_args={"kubeconfig": _KUBECONFIG,
-                     "cert-dir": "directory of the serving certificate the operator issues and mounts"}),
+                     "cert-dir": "directory of the serving certificate the operator issues and mounts"},
+        admission_probe=True),
     Component(
         key="descheduler", binary="karmada-descheduler", suffix="descheduler",
         description="karmada-descheduler", order=70, step="components", optional=True,
@@ -289,6 +296,16 @@ ETCD_CLOSED_ARGS = {
     "peer-cert-file": "peer certificate the operator issues",
     "peer-key-file": "key of the peer certificate",
     "peer-trusted-ca-file": "CA that authenticates etcd peers",
+}
+
+
+# What the admission check of karmada-webhook creates, with dryRun (nothing is stored): a
+# PropagationPolicy, which karmada-webhook validates and mutates.
+ADMISSION_PROBE = {
+    "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+    "metadata": {"name": "karmada-operator-admission-check", "namespace": "default"},
+    "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "karmada-operator-check"}],
+             "placement": {}},
 }
 
 

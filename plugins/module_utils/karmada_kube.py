@@ -476,13 +476,15 @@ class Kube:
             return out, True
         return out, content_changed(before, out)
 
-    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """Create the object (``metadata.generateName`` works); KubeError 409 when it exists."""
+    def create(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """Create the object (``metadata.generateName`` works); KubeError 409 when it exists.
+        ``dry_run``: admission runs (webhooks included), nothing is stored."""
         meta = obj["metadata"]
         res = self.resource(obj["apiVersion"], obj["kind"])
+        extra = {"dry_run": "All"} if dry_run else {}
         return self._json(self._call(
             lambda: res.create(body=obj, namespace=meta.get("namespace"), field_manager=FIELD_MANAGER,
-                               serialize=False),
+                               serialize=False, **extra),
             hide=_secret_values(obj)))
 
     def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -522,12 +524,15 @@ class Kube:
                                  serialize=False),
             hide=_secret_values({"kind": kind, **patch})))
 
-    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
-        """Delete if present (dependents in the background); True when a delete was sent."""
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+               uid: str = "") -> bool:
+        """Delete if present (dependents in the background); True when a delete was sent.
+        ``uid``: only that incarnation of the object (KubeError 409 when it was replaced since)."""
         try:
             res = self.resource(api_version, kind)
-            self._call(lambda: res.delete(name=name, namespace=namespace, propagation_policy="Background",
-                                          serialize=False))
+            body = {"preconditions": {"uid": uid}} if uid else None
+            self._call(lambda: res.delete(name=name, namespace=namespace, body=body,
+                                          propagation_policy="Background", serialize=False))
             return True
         except KubeError as exc:
             if exc.status == 404:

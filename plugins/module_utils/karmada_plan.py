@@ -399,10 +399,13 @@ def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], na
     defaults = {flag: value.format(**context) for flag, value in comp.args.items()}
     if comp.etcd_client:
         defaults.update(etcd_client_args(etcd))
+    args = _args(defaults, cspec.get("extraArgs"), _gates(spec, cspec), key=comp.key,
+                 field=f"spec.components.{comp.key}.extraArgs")
     return {
         "key": comp.key,
         "name": deploy_name,
         "component": comp.binary,
+        "gate": _gate(comp, args),
         "order": comp.order,
         "step": comp.step,
         "optional": comp.optional,
@@ -411,8 +414,7 @@ def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], na
                         cspec.get("image")),
         "version": _image_version(cspec.get("image"), version),
         "command": comp.default_command,
-        "args": _args(defaults, cspec.get("extraArgs"), _gates(spec, cspec), key=comp.key,
-                      field=f"spec.components.{comp.key}.extraArgs"),
+        "args": args,
         "kubeconfigSecret": f"{name}-{comp.suffix}-kubeconfig",
         "service": deploy_name if comp.serving else "",
         "serviceDNS": svc_dns(deploy_name),
@@ -424,6 +426,20 @@ def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], na
                          "groupPriorityMinimum": api.group_priority_minimum,
                          "versionPriority": api.version_priority} for api in comp.api_services],
     }
+
+
+def _gate(comp: karmada_components.Component, args: list[str]) -> dict[str, Any]:
+    """The check through karmada-apiserver after the component rolled out (karmada_rollout):
+    ``lease`` ("namespace/name", none when leader election is switched off) and ``admission``
+    (an object to create with dryRun)."""
+    flags = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+    lease = ""
+    if comp.lease and flags.get("leader-elect", "true").lower() != "false":
+        namespace, name = comp.lease.split("/", 1)
+        namespace = flags.get("leader-elect-resource-namespace") or namespace
+        lease = f"{namespace}/{flags.get('leader-elect-resource-name') or name}"
+    probe = copy.deepcopy(karmada_components.ADMISSION_PROBE) if comp.admission_probe else {}
+    return {"lease": lease, "admission": probe}
 
 
 def _mounts(comp: karmada_components.Component, etcd: dict[str, Any]) -> dict[str, Any]:

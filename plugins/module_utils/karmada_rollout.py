@@ -24,10 +24,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 try:  # as Ansible ships it to a module
-    from ansible.module_utils.karmada_kube import Kube, owner_reference
+    from ansible.module_utils.karmada_kube import Kube, KubeError, owner_reference
     from ansible.module_utils.karmada_observed import observed_version, pod_problems
 except ImportError:  # as plain Python (tests)
-    from karmada_kube import Kube, owner_reference  # type: ignore[no-redef]
+    from karmada_kube import Kube, KubeError, owner_reference  # type: ignore[no-redef]
     from karmada_observed import observed_version, pod_problems  # type: ignore[no-redef]
 
 
@@ -41,6 +41,11 @@ class Step:
     container: str
     selector: str
     replicas: int
+    # The check through karmada-apiserver once the pods are ready (after a change only):
+    # "namespace/name" of the leader-election Lease a ready pod must hold, and/or an object
+    # karmada-apiserver must admit with dryRun (its webhook answers).
+    lease: str = ""
+    admission: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -115,8 +120,31 @@ def owned(obj: dict[str, Any], owner: Mapping[str, Any] | None) -> dict[str, Any
     return {**obj, "metadata": {**meta, "ownerReferences": [owner_reference(dict(owner))]}}
 
 
+def serving_check(karmada: Kube, step: Step, pods: Sequence[str]) -> str:
+    """What is still missing for ``step`` through karmada-apiserver ("" when nothing): its
+    Lease held by one of ``pods`` (the ready pods' names; a holder identity is
+    "<pod name>_<uuid>"), and its admission dry-run accepted."""
+    if step.lease:
+        namespace, name = step.lease.split("/", 1)
+        try:
+            lease = karmada.get("coordination.k8s.io/v1", "Lease", name, namespace)
+        except KubeError as exc:
+            return f"reading Lease {step.lease}: {exc.message}"
+        holder = str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+        if holder.split("_", 1)[0] not in pods:
+            return f"Lease {step.lease} is held by {holder or 'nobody'}, not by a ready pod"
+    if step.admission:
+        try:
+            karmada.create(step.admission, dry_run=True)
+        except KubeError as exc:
+            if exc.status != 409:  # already exists: admitted as far as the webhook goes
+                return f"karmada-apiserver does not admit a {step.admission.get('kind')}: {exc.message}"
+    return ""
+
+
 def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float, poll: float = 2.0,
-            stuck_after: float = 60.0, reader: Kube | None = None, owner: Mapping[str, Any] | None = None,
+            stuck_after: float = 60.0, reader: Kube | None = None, karmada: Kube | None = None,
+            owner: Mapping[str, Any] | None = None,
             clock: Callable[[], float] = time.monotonic,
             sleep: Callable[[float], None] = time.sleep, now: Callable[[], datetime] = lambda: datetime.now(UTC),
             on_step: Callable[[StepResult], None] | None = None) -> list[StepResult]:
@@ -164,6 +192,15 @@ def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float
             sleep(poll)
         pods = [p for p in reader.list("v1", "Pod", namespace, label_selector=step.selector)
                 if not (p.get("metadata") or {}).get("deletionTimestamp")]
+        if changed and karmada is not None and (step.lease or step.admission):
+            while missing := serving_check(karmada, step, [p["metadata"]["name"] for p in pods]):
+                if clock() >= deadline:
+                    raise RolloutStopped(step.name, "NotServing",
+                                         f"{step.name} is ready but not serving through karmada-apiserver "
+                                         f"within {timeout:.0f} s: {missing}", done)
+                sleep(poll)
+                pods = [p for p in reader.list("v1", "Pod", namespace, label_selector=step.selector)
+                        if not (p.get("metadata") or {}).get("deletionTimestamp")]
         result = StepResult(step.name, changed, observed_version(pods, step.container), _rfc3339(started),
                             _rfc3339(now()), round(clock() - t0, 3), sorted(p["metadata"]["name"] for p in pods))
         done.append(result)

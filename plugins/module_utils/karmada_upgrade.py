@@ -14,11 +14,18 @@ rolled so far with the version their ready pods run.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+# On the EtcdBackup an upgrade takes: "<from> to <to>". The backup controller lets it run while
+# the KarmadaDeployment's new generation is not applied yet (the upgrade waits for it before
+# it changes anything).
+PRE_UPGRADE_ANNOTATION = "operator.karmada.io/pre-upgrade"
+_API_VERSION = "operator.karmada.io/v1alpha1"
 _SEMVER = re.compile(r"^v(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
 
 
@@ -26,6 +33,12 @@ class UpgradeRefused(Exception):
     """The version change is not supported (reason ``UnsupportedUpgrade``)."""
 
     reason = "UnsupportedUpgrade"
+
+
+class PreflightFailed(UpgradeRefused):
+    """The plane is not healthy enough to start a version change."""
+
+    reason = "UpgradePreflightFailed"
 
 
 def _parse(version: str) -> tuple[int, int, int, str]:
@@ -47,8 +60,13 @@ def version_change(cr: Mapping[str, Any], target: str) -> tuple[str, str] | None
     if not running:
         return None  # not installed yet: an install, not an upgrade
     last = status.get("upgrade") or {}
-    if last.get("phase") in ("InProgress", "Stopped") and last.get("toVersion") == target:
+    unfinished = last.get("phase") in ("InProgress", "Stopped")
+    if unfinished and last.get("toVersion") == target:
         return str(last.get("fromVersion") or running), target
+    if unfinished and last.get("fromVersion") == target and last.get("toVersion"):
+        # the old version set back on an unfinished upgrade: the components it already moved
+        # roll back (in reverse order), from the version it was going to
+        return str(last["toVersion"]), target
     if running == target:
         return None
     return running, target
@@ -77,6 +95,33 @@ def preflight(cr: Mapping[str, Any], target: str) -> None:
     if new[0] != old[0] or new[1] - old[1] > 1:
         raise UpgradeRefused(f"spec.karmadaVersion {target}: Karmada upgrades one minor version at a time "
                              f"(running {running}); go to v{old[0]}.{old[1] + 1}.x first")
+    _healthy(cr, running)
+
+
+# What must not be False when a version change starts (a resumed or rolled-back one is exempt:
+# the plane is mid-change by design). Ready itself is not checked: a refused version change
+# turns it False with nothing wrong in the plane.
+HEALTH_CONDITIONS = ("EtcdReady", "ControlPlaneReady")
+
+
+def _healthy(cr: Mapping[str, Any], running: str) -> None:
+    status = cr.get("status") or {}
+    if (status.get("upgrade") or {}).get("phase") in ("InProgress", "Stopped"):
+        return
+    for cond in status.get("conditions") or []:
+        if cond.get("type") in HEALTH_CONDITIONS and cond.get("status") == "False":
+            raise PreflightFailed(
+                f"{cond['type']} is False ({cond.get('reason', '')}: {cond.get('message', '')}): a version change "
+                f"starts only on a healthy plane; fix it, or set spec.karmadaVersion back to {running}")
+
+
+def refusal(cr: Mapping[str, Any], target: str) -> dict[str, str]:
+    """{} when the version change (if any) may start, else its reason and message."""
+    try:
+        preflight(cr, target)
+    except UpgradeRefused as err:
+        return {"reason": err.reason, "message": str(err)}
+    return {}
 
 
 def started(cr: Mapping[str, Any], target: str, now: datetime) -> dict[str, Any]:
@@ -90,6 +135,18 @@ def started(cr: Mapping[str, Any], target: str, now: datetime) -> dict[str, Any]
     return {"fromVersion": change[0], "toVersion": target, "phase": "InProgress",
             "startTime": last.get("startTime") if same and last.get("startTime") else _rfc3339(now),
             "components": list(last.get("components") or []) if same else []}
+
+
+def is_rollback(record: Mapping[str, Any]) -> bool:
+    """Whether the version change in ``record`` (status.upgrade as a pass starts) goes down:
+    then the steps run in reverse order, the optional components first and karmada-apiserver
+    last, so a component never runs against a newer one it was not built for."""
+    if not record or record.get("phase") != "InProgress":
+        return False
+    try:
+        return _parse(str(record.get("toVersion")))[:3] < _parse(str(record.get("fromVersion")))[:3]
+    except UpgradeRefused:
+        return False
 
 
 def _merge_steps(record: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -132,3 +189,68 @@ def condition(record: Mapping[str, Any]) -> dict[str, str]:
                            f"{record.get('message', '')}"[:1000]}
     return {"type": "Upgrading", "status": "False", "reason": "UpgradeSucceeded",
             "message": f"upgraded from {what} ({len(record.get('components') or [])} components rolled)"}
+
+
+def pre_upgrade_backup_name(karmada: str, version: str, start: str) -> str:
+    """<karmada>-pre-upgrade-<version, dots as dashes>-<start, e.g. 20261202t0730>: one per
+    version change (a resumed one keeps its start time, so its backup), shortened with a digest
+    past 63 characters."""
+    stamp = re.sub(r"[^0-9t]", "", start.lower())[:13]
+    name = f"{karmada}-pre-upgrade-{version.replace('.', '-')}-{stamp}".lower().rstrip("-")
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:54].rstrip('-.')}-{digest}"
+
+
+def pre_upgrade_backup(cr: Mapping[str, Any], backups: Sequence[Mapping[str, Any]],
+                       record: Mapping[str, Any]) -> dict[str, Any]:
+    """The EtcdBackup to take before the version change ``record`` starts (status.upgrade as
+    the pass starts), or {}: none when nothing changes version, when
+    spec.upgrade.preUpgradeBackup is Skip, or when no EtcdBackup of ``backups`` backs up this
+    KarmadaDeployment (no store configured). The store is that EtcdBackup's (a scheduled one
+    first, then by name); the new one is a single backup, no schedule, no retention."""
+    if not record or record.get("phase") != "InProgress":
+        return {}
+    spec = cr.get("spec") or {}
+    if ((spec.get("upgrade") or {}).get("preUpgradeBackup") or "Auto") == "Skip":
+        return {}
+    meta = cr.get("metadata") or {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    sources = [b for b in backups
+               if ((b.get("spec") or {}).get("karmadaDeploymentRef") or {}).get("name") == name
+               and (b.get("metadata") or {}).get("namespace", namespace) == namespace
+               and PRE_UPGRADE_ANNOTATION not in ((b.get("metadata") or {}).get("annotations") or {})
+               and (b.get("spec") or {}).get("storage")]
+    if not sources:
+        return {}
+    source = sorted(sources, key=lambda b: (not (b.get("spec") or {}).get("schedule"), b["metadata"]["name"]))[0]
+    backup_spec = {"karmadaDeploymentRef": {"name": name}, "storage": copy.deepcopy(source["spec"]["storage"])}
+    if source["spec"].get("jobResources"):
+        backup_spec["jobResources"] = copy.deepcopy(source["spec"]["jobResources"])
+    return {"apiVersion": _API_VERSION, "kind": "EtcdBackup",
+            "metadata": {"name": pre_upgrade_backup_name(str(name), str(record.get("toVersion")),
+                                                         str(record.get("startTime") or "")),
+                         "namespace": namespace,
+                         "labels": {"app.kubernetes.io/instance": name,
+                                    "app.kubernetes.io/managed-by": "karmada-operator"},
+                         "annotations": {PRE_UPGRADE_ANNOTATION: f"{record.get('fromVersion')} to "
+                                                                 f"{record.get('toVersion')}",
+                                         "operator.karmada.io/store-from": source["metadata"]["name"]}},
+            "spec": backup_spec}
+
+
+def pre_upgrade_backup_state(backup: Mapping[str, Any] | None) -> tuple[str, str]:
+    """(state, message) of the pre-upgrade EtcdBackup: Succeeded, Failed or Waiting."""
+    status = (backup or {}).get("status") or {}
+    phase = status.get("phase")
+    if phase == "Succeeded" and status.get("lastSuccessfulBackup"):
+        last = status["lastSuccessfulBackup"]
+        return "Succeeded", f"{last.get('location', '')}"
+    if phase == "Failed":
+        cond = next((c for c in status.get("conditions") or [] if c.get("status") == "False"), {})
+        why = f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": ")
+        return "Failed", f"the pre-upgrade backup {(backup or {}).get('metadata', {}).get('name')} failed" + \
+            (f": {why}" if why else "")
+    cond = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    return "Waiting", str(cond.get("message") or phase or "not started yet")

@@ -25,7 +25,10 @@ options:
   steps:
     description:
       - In rollout order. Each has C(name), C(objects) (manifests, applied in order),
-        C(deployment), C(container), C(selector) (label selector of its pods) and C(replicas).
+        C(deployment), C(container), C(selector) (label selector of its pods) and C(replicas);
+        optionally C(lease) (C(namespace/name) of its leader-election Lease in karmada-apiserver)
+        and C(admission) (an object karmada-apiserver must admit with dryRun), checked through
+        I(karmada_kubeconfig) after the step changed something.
     type: list
     elements: dict
     required: true
@@ -50,6 +53,12 @@ options:
     type: dict
   kubeconfig:
     description: Path of a kubeconfig (default as k8s_status).
+    type: path
+  karmada_kubeconfig:
+    description:
+      - Path of a kubeconfig for karmada-apiserver. With it, a step that changed passes only
+        once its C(lease) is held by one of its ready pods and its C(admission) object is
+        admitted (C(reason) C(NotServing) otherwise).
     type: path
 author: Karmada-Operator developers
 """
@@ -78,6 +87,7 @@ component:
   type: str
 """
 
+import contextlib  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -96,13 +106,15 @@ def main() -> None:
             "stuck_after": {"type": "int", "default": 60},
             "owner": {"type": "dict"},
             "kubeconfig": {"type": "path"},
+            "karmada_kubeconfig": {"type": "path"},
         },
         supports_check_mode=False,
     )
     p = module.params
     try:
         steps = [Step(name=s["name"], objects=list(s["objects"]), deployment=s["deployment"],
-                      container=s["container"], selector=s["selector"], replicas=int(s["replicas"]))
+                      container=s["container"], selector=s["selector"], replicas=int(s["replicas"]),
+                      lease=str(s.get("lease") or ""), admission=dict(s.get("admission") or {}))
                  for s in p["steps"]]
     except (KeyError, TypeError, ValueError) as exc:
         module.fail_json(msg=f"steps: each needs name, objects, deployment, container, selector, replicas ({exc})")
@@ -112,6 +124,7 @@ def main() -> None:
         # kubernetes.core would; the gates read the API server itself (the proxy's cache lags).
         kube = Kube.default(p["kubeconfig"])
         live = Kube.default(p["kubeconfig"], in_cluster_first=True)
+        karmada = Kube.from_file(p["karmada_kubeconfig"]) if p["karmada_kubeconfig"] else None
     except KubeConfigError as exc:
         module.fail_json(msg=str(exc))
 
@@ -122,10 +135,11 @@ def main() -> None:
             kube.create(event_object(owner, {"type": "Normal", "reason": "ComponentRolledOut",
                                              "message": message}, datetime.now(UTC)))
 
-    with kube, live:
+    with kube, live, (karmada or contextlib.nullcontext()):
         try:
             results = rollout(kube, steps, p["namespace"], timeout=float(p["timeout"]), poll=float(p["poll"]),
-                              stuck_after=float(p["stuck_after"]), reader=live, owner=owner, on_step=tell)
+                              stuck_after=float(p["stuck_after"]), reader=live, karmada=karmada, owner=owner,
+                              on_step=tell)
         except RolloutStopped as exc:
             if owner:
                 kube.create(event_object(owner, {"type": "Warning", "reason": "RolloutStopped",

@@ -4,7 +4,8 @@ The real ansible-operator (our watches.yaml, config/rbac's ServiceAccount) insta
 Karmada (one etcd member) named ``fleet`` on the host cluster, with three kwok member
 clusters from the test bed: member1 and member2 Push, member3 Pull with its karmada-agent
 in the host cluster (kwok nodes cannot run pods). The tests run in file order on one
-deployment and each leaves all three members joined.
+deployment and each leaves all three members joined. Before the deletion, Karmada's own e2e
+suite runs on it (tests/support/karmada_suite.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 import pytest
 import yaml
 
-from support import karmada_e2e
+from support import karmada_e2e, karmada_suite
 from support.karmada_crds_server import serve
 from support.karmada_e2e import BOOKINFO, Deployment, bookinfo, bookinfo_running, operator_kubeconfig, recaps
 from support.operator_runtime import OperatorProcess
@@ -415,6 +416,24 @@ def test_pull_member_with_its_agent_inside_runs_real_pods(fleet: Deployment):
     assert condition(fleet.get(), "Ready")["status"] == "True"
     fleet.karmadactl("delete", "-f", "-", input=yaml.safe_dump_all(sleeper(host.busybox_image)), check=False)
     host.kubectl("delete", "secret", "host-kubeconfig", "-n", NS, check=False)
+
+
+@pytest.mark.timeout(2700)
+def test_karmada_e2e_suite_passes_on_this_karmada(
+        fleet: Deployment, member_clusters: list[MemberCluster], tmp_path):
+    """Karmada's own e2e suite (test/e2e/suites/base of the pinned module; the groups of
+    hack/karmada-e2e/groups.txt) against this Karmada, behind its balancer address since the
+    test above, with the members set up the way Karmada's e2e environment has them (member1
+    and member2 Push, member3 Pull, none tainted: the suite expects every member schedulable)
+    and the controllers configured as Karmada's e2e environment runs them, through the spec."""
+    karmada_suite.build()
+    suite_members = [{k: v for k, v in m.items() if k != "taints"} for m in MEMBERS]
+    patch = {"spec": {"members": suite_members, "components": karmada_suite.COMPONENTS}}
+    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p", yaml.safe_dump(patch))
+    fleet.wait_for(lambda: running_at_generation(fleet) and all_joined(fleet, "member1", "member2", "member3")
+                   and not clusters(fleet)["member3"]["spec"].get("taints"), 900,
+                   "Running with the suite's controller settings and member3 untainted")
+    karmada_suite.run_suite(fleet, member_clusters, ["member3"], tmp_path / "report")
 
 
 def test_deleting_the_deployment_unjoins_every_member_first(

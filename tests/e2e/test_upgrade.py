@@ -3,27 +3,30 @@ failure, on the real host cluster with the real ansible-operator and real Karmad
 releases (KARMADA_PREVIOUS_VERSION and KARMADA_VERSION, both built by the test bed).
 
 One Karmada (``upgrade`` in karmada-system, 1 etcd member, 2 karmada-apiserver replicas) starts
-at the previous release with member1 and member2 (Push) joined and bookinfo on both. The tests
-run in file order on it:
+at the previous release with member1 and member2 (Push) joined and bookinfo on both, and an
+EtcdBackup ``nightly`` (suspended schedule) names a volume store for it, so every version change
+first takes a backup there. The tests run in file order on it:
 
 0. a jump of two minor versions is refused (UnsupportedUpgrade) and no pod changes;
 1. a full upgrade to the current release: every component ends on it (read from the running
    pods), the rollouts happened in the registry's order (ComponentRolledOut Events),
    karmada-apiserver's /readyz, polled every second through the upgrade, never failed, no
-   member workload was recreated, and a PropagationPolicy made afterwards propagates;
+   member workload was recreated, a PropagationPolicy made afterwards propagates, and the
+   pre-upgrade backup succeeded before the first component rolled;
 2. a change of the scheduler's tag only replaces the scheduler's pods (every other control-plane
    pod keeps its UID);
-3. an upgrade whose karmada-controller-manager image does not exist stops at it: Ready False
+3. setting the previous version back rolls back in reverse order (webhook first, the aggregated
+   apiserver last), after its own backup;
+4. an upgrade whose karmada-controller-manager image does not exist stops at it: Ready False
    naming it and the image pull, the components after it (scheduler, webhook) untouched, the
    plane serving; correcting the image completes the upgrade;
-4. ``spec.upgrade.strategy: Components`` listing the scheduler moves the scheduler alone.
+5. ``spec.upgrade.strategy: Components`` listing the scheduler moves the scheduler alone;
+6. Karmada's own e2e suite (hack/karmada-e2e/groups-upgrade.txt) passes on the upgraded Karmada.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -31,10 +34,11 @@ import pytest
 import yaml
 from karmada_observed import image_tag
 
-from support import karmada_e2e
+from support import karmada_e2e, karmada_suite
 from support.karmada_crds_server import karmada_version, serve
 from support.karmada_e2e import Deployment, bookinfo, bookinfo_running, operator_kubeconfig
 from support.operator_runtime import OperatorProcess
+from support.readyz import ReadyzPoller
 from support.testenv import HACK, HostCluster, MemberCluster
 from support.waiting import condition, crds_established
 
@@ -46,6 +50,7 @@ MEMBERS = ("member1", "member2")
 KUBE_COMPONENTS = ("karmada-apiserver", "kube-controller-manager")  # follow kubernetesVersion
 # The registry's order of the Karmada components a version change moves (the sample's set).
 ORDER = ("karmada-aggregated-apiserver", "karmada-controller-manager", "karmada-scheduler", "karmada-webhook")
+BACKUP_PVC = "upgrade-backups"
 
 
 def previous_version() -> str:
@@ -59,12 +64,15 @@ OLD, NEW = previous_version(), karmada_version()
 
 
 def control_plane_pods(fleet: Deployment) -> dict[str, dict[str, str]]:
-    """component -> {pod uid: image of its main container as the runtime runs it}, pods not being deleted."""
+    """component -> {pod uid: image of its main container as the runtime runs it}, pods not being
+    deleted and not run by a Job."""
     pods = fleet.host.get("pods", "-n", NS, "-l", f"app.kubernetes.io/instance={NAME}")["items"]
     out: dict[str, dict[str, str]] = {}
     for pod in pods:
         if pod["metadata"].get("deletionTimestamp"):
             continue
+        if any(ref.get("kind") == "Job" for ref in pod["metadata"].get("ownerReferences") or []):
+            continue  # a backup Job's pod (each version change backs up first), not the control plane
         app = pod["metadata"]["labels"].get("app.kubernetes.io/name", "?")
         statuses = pod.get("status", {}).get("containerStatuses") or [{}]
         out.setdefault(app, {})[pod["metadata"]["uid"]] = statuses[0].get("image", "")
@@ -102,31 +110,29 @@ def events(fleet: Deployment, reason: str) -> list[dict]:
     return sorted(items, key=lambda e: int(e["metadata"]["resourceVersion"]))
 
 
-class ReadyzPoller:
-    """GET karmada-apiserver's /readyz through its Service every second, counting failures."""
+def rolled_since(fleet: Deployment, seen: set[str]) -> list[dict]:
+    """ComponentRolledOut Events not in ``seen`` (uids), in the order they were stored."""
+    return [e for e in events(fleet, "ComponentRolledOut") if e["metadata"]["uid"] not in seen]
 
-    def __init__(self, fleet: Deployment):
-        self.kubeconfig = fleet.kubeconfig()
-        self.kubectl = str(Path(fleet.host.settings["KO_LINKS"]) / "kubectl")
-        self.polls, self.failures = 0, []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
 
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            started = time.monotonic()
-            proc = subprocess.run([self.kubectl, "--kubeconfig", str(self.kubeconfig), "get", "--raw", "/readyz",
-                                   "--request-timeout=5s"], capture_output=True, text=True, check=False)
-            self.polls += 1
-            if proc.returncode != 0 or proc.stdout.strip() != "ok":
-                self.failures.append(f"{time.strftime('%H:%M:%S')}: {(proc.stderr or proc.stdout).strip()[:200]}")
-            self.stop.wait(max(0.0, 1.0 - (time.monotonic() - started)))
+def event_uids(fleet: Deployment, reason: str) -> set[str]:
+    return {e["metadata"]["uid"] for e in events(fleet, reason)}
 
-    def finish(self) -> tuple[int, list[str]]:
-        self.stop.set()
-        self.thread.join(timeout=15)
-        return self.polls, self.failures
+
+def check_pre_upgrade_backup(fleet: Deployment, record: dict, version: str, first_rolled: dict) -> None:
+    """The backup the version change took: named in status.upgrade, Succeeded, and stored
+    (its BackupSucceeded Event) before the first component rolled."""
+    name = record.get("backup", {}).get("name", "")
+    assert name.startswith(f"{NAME}-pre-upgrade-{version.replace('.', '-')}-"), record
+    assert record["backup"]["location"].startswith(f"pvc://{BACKUP_PVC}/{NAME}/"), record
+    backup = fleet.host.get("etcdbackup", name, "-n", NS)
+    assert backup["status"]["phase"] == "Succeeded" and condition(backup, "Ready")["status"] == "True", backup["status"]
+    done = fleet.host.get("events", "-n", NS, "--field-selector",
+                          f"involvedObject.kind=EtcdBackup,involvedObject.name={name},reason=BackupSucceeded")["items"]
+    assert done, f"no BackupSucceeded Event for {name}"
+    print(f"pre-upgrade backup {name}: {done[0]['message'][:200]}")
+    assert int(done[0]["metadata"]["resourceVersion"]) < int(first_rolled["metadata"]["resourceVersion"]), \
+        "the backup must be stored before the first component rolls"
 
 
 def member_pod_uids(members: dict[str, MemberCluster]) -> dict[str, set[str]]:
@@ -140,9 +146,13 @@ def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_p
     work = tmp_path_factory.mktemp("upgrade")
     crds = {OLD: serve(version=OLD), NEW: serve(version=NEW)}
     host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
-    crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
+    crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io",
+                                            "etcdbackups.operator.karmada.io"])
     host_cluster.kubectl("create", "namespace", NS, check=False)
-    operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
+    seconds = karmada_e2e.load_operator_image(host_cluster)
+    print(f"\noperator image (the backup Job's) built and imported in {seconds:.0f}s")
+    operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work,
+                               extra_env={"KARMADA_OPERATOR_IMAGE": karmada_e2e.OPERATOR_IMAGE})
     operator.wait_healthy()
     cr = karmada_e2e.sample_for_test_bed(NAME, crds[OLD].url, crds[OLD].sha256,
                                          [m for m in member_clusters if m.name in MEMBERS])
@@ -163,7 +173,17 @@ def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_p
     fleet.wait_for(lambda: fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all(docs), check=False)
                    .returncode == 0, 300, "bookinfo accepted by karmada-apiserver")
     fleet.wait_for(lambda: all(bookinfo_running(m) for m in members.values()), 600, "bookinfo Running on both members")
+    # A backup store for this Karmada: a version change backs up to it first.
+    for doc in ({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": BACKUP_PVC, "namespace": NS},
+                 "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "cephfs",
+                          "resources": {"requests": {"storage": "1Gi"}}}},
+                {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdBackup",
+                 "metadata": {"name": "nightly", "namespace": NS},
+                 "spec": {"karmadaDeploymentRef": {"name": NAME}, "schedule": "0 3 * * *", "suspend": True,
+                          "storage": {"pvc": {"claimName": BACKUP_PVC, "subPath": NAME}}}}):
+        host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
     yield fleet
+    host_cluster.kubectl("delete", "etcdbackups", "--all", "-n", NS, "--timeout=120s", check=False)
     host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
     operator.stop()
     for server in crds.values():
@@ -199,7 +219,7 @@ def test_full_upgrade_moves_every_component_in_order_and_keeps_serving(fleet: De
     members = {m.name: m for m in member_clusters if m.name in MEMBERS}
     workloads_before = member_pod_uids(members)
     rolled_before = {e["metadata"]["uid"] for e in events(fleet, "ComponentRolledOut")}
-    poller = ReadyzPoller(fleet)
+    poller = ReadyzPoller(fleet.kubeconfig(), str(Path(fleet.host.settings["KO_LINKS"]) / "kubectl"))
     started = time.monotonic()
     upgrade_to_new(fleet)
     try:
@@ -216,8 +236,8 @@ def test_full_upgrade_moves_every_component_in_order_and_keeps_serving(fleet: De
         if app.startswith("karmada-") and app not in KUBE_COMPONENTS:
             assert {image_tag(image) for image in by_uid.values()} == {NEW}, (app, by_uid)
     # In the registry's order, each once (the Events are written as each step passes its gate).
-    rolled = [e["message"].split(" rolled out", 1)[0] for e in events(fleet, "ComponentRolledOut")
-              if e["metadata"]["uid"] not in rolled_before]
+    rolled_events = rolled_since(fleet, rolled_before)
+    rolled = [e["message"].split(" rolled out", 1)[0] for e in rolled_events]
     print(f"rolled out, in order: {rolled}")
     assert [n for n in rolled if n in ORDER] == list(ORDER), rolled
     # status.upgrade tells the same story, from the running pods.
@@ -227,6 +247,7 @@ def test_full_upgrade_moves_every_component_in_order_and_keeps_serving(fleet: De
     assert [c["name"] for c in record["components"] if c["name"] in ORDER] == list(ORDER), record
     assert {c["version"] for c in record["components"] if c["name"] in ORDER} == {NEW}, record
     assert condition(obj, "Upgrading")["reason"] == "UpgradeSucceeded"
+    check_pre_upgrade_backup(fleet, record, NEW, rolled_events[0])
     # Members: nothing recreated, and a policy made now propagates.
     assert member_pod_uids(members) == workloads_before
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-upgrade", "namespace": "default"},
@@ -254,11 +275,39 @@ def test_a_scheduler_tag_change_replaces_only_scheduler_pods(fleet: Deployment):
                    f"the scheduler back on {NEW}")
 
 
-def test_a_missing_image_stops_the_upgrade_there_and_fixing_it_completes(fleet: Deployment):
+def back_to_old(fleet: Deployment) -> None:
     patch(fleet, {"karmadaVersion": OLD, "crds": {"url": fleet.extra["crds"][OLD].url,
                                                  "sha256": fleet.extra["crds"][OLD].sha256}})
     fleet.wait_for(lambda: ready_at_generation(fleet) and karmada_components_on(fleet, OLD), 1200,
                    f"back on {OLD}")
+
+
+def test_the_previous_version_set_back_rolls_back_in_reverse_order(fleet: Deployment):
+    rolled_before = event_uids(fleet, "ComponentRolledOut")
+    poller = ReadyzPoller(fleet.kubeconfig(), str(Path(fleet.host.settings["KO_LINKS"]) / "kubectl"))
+    started = time.monotonic()
+    try:
+        back_to_old(fleet)
+    finally:
+        polls, failures = poller.finish()
+    print(f"\nrollback {NEW} -> {OLD}: {time.monotonic() - started:.0f}s; /readyz polled {polls} times, "
+          f"{len(failures)} failures")
+    assert not failures, failures[:5]
+    rolled_events = rolled_since(fleet, rolled_before)
+    rolled = [e["message"].split(" rolled out", 1)[0] for e in rolled_events]
+    print(f"rolled back, in order: {rolled}")
+    assert [n for n in rolled if n in ORDER] == list(reversed(ORDER)), rolled
+    for app, by_uid in control_plane_pods(fleet).items():
+        if app.startswith("karmada-") and app not in KUBE_COMPONENTS:
+            assert {image_tag(image) for image in by_uid.values()} == {OLD}, (app, by_uid)
+    record = fleet.get()["status"]["upgrade"]
+    assert (record["fromVersion"], record["toVersion"], record["phase"]) == (NEW, OLD, "Succeeded"), record
+    check_pre_upgrade_backup(fleet, record, OLD, rolled_events[0])
+
+
+def test_a_missing_image_stops_the_upgrade_there_and_fixing_it_completes(fleet: Deployment):
+    if not karmada_components_on(fleet, OLD):
+        back_to_old(fleet)
     before = control_plane_pods(fleet)
     missing = f"{NEW}-missing"
     upgrade_to_new(fleet, components={"controllerManager": {"image": {"tag": missing}}})
@@ -301,3 +350,11 @@ def test_strategy_components_moves_only_the_listed_component(fleet: Deployment):
     upgrade_to_new(fleet, upgrade={"strategy": "Full", "components": None})
     fleet.wait_for(lambda: ready_at_generation(fleet) and karmada_components_on(fleet, NEW), 900,
                    f"everything on {NEW} again")
+
+
+@pytest.mark.timeout(2400)
+def test_karmada_e2e_suite_passes_after_the_upgrade(fleet: Deployment, member_clusters, tmp_path):
+    assert karmada_components_on(fleet, NEW)
+    karmada_suite.build()
+    karmada_suite.run_suite(fleet, [m for m in member_clusters if m.name in MEMBERS], [], tmp_path / "report",
+                            groups_file=karmada_suite.HACK / "groups-upgrade.txt", via_service=True)

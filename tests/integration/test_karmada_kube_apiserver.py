@@ -63,6 +63,18 @@ def test_apply_creates_then_reports_no_change_until_a_field_changes(kube, server
     assert live["data"] == {"mode": "b"}
 
 
+def test_a_delete_with_a_uid_deletes_only_that_incarnation(kube):
+    """The etcd rollout deletes a pod by uid: a pod the StatefulSet made again meanwhile stays."""
+    first = kube.create({**config_map(mode="x"), "metadata": {"name": "incarnation", "namespace": NS}})
+    assert kube.delete("v1", "ConfigMap", "incarnation", NS, uid=first["metadata"]["uid"]) is True
+    second = kube.create({**config_map(mode="y"), "metadata": {"name": "incarnation", "namespace": NS}})
+    with pytest.raises(KubeError) as refused:
+        kube.delete("v1", "ConfigMap", "incarnation", NS, uid=first["metadata"]["uid"])
+    assert refused.value.status == 409 and "the UID in the precondition" in refused.value.message
+    assert kube.get("v1", "ConfigMap", "incarnation", NS)["metadata"]["uid"] == second["metadata"]["uid"]
+    assert kube.delete("v1", "ConfigMap", "incarnation", NS) is True
+
+
 def test_apply_leaves_fields_other_writers_own(kube, server):
     """A service-account token Secret: the token controller fills its data; re-applying ours
     (type, labels, annotation) neither removes that data nor counts as a change."""

@@ -4,6 +4,7 @@ as `make run` does."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -17,12 +18,35 @@ from support.processes import stop_process
 ROOT = Path(__file__).resolve().parents[2]
 
 
+PROXY_PORT = 8888
+
+
+def wait_for_proxy_port(timeout: float) -> None:
+    """Wait until the runtime's proxy port is free: another operator (another test run on this
+    machine, e.g. an integration test next to an end-to-end one) may hold it for a while."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", PROXY_PORT))
+                return
+            except OSError:
+                pass
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"127.0.0.1:{PROXY_PORT} (the operator runtime's proxy) still in use after "
+                               f"{timeout:.0f}s: another ansible-operator runs on this machine")
+        time.sleep(2)
+
+
 class OperatorProcess:
     """ansible-operator run. Its API proxy stays on the default port 8888: the kubeconfig the
     runtime hands to playbooks names that port whatever --proxy-port says (seen with v1.42.0),
     so only one operator runs at a time on a machine."""
 
-    def __init__(self, binary: str, kubeconfig: Path, workdir: Path, extra_env: dict | None = None):
+    def __init__(self, binary: str, kubeconfig: Path, workdir: Path, extra_env: dict | None = None,
+                 port_wait: float = 900):
+        wait_for_proxy_port(port_wait)
         self.log_path = workdir / "ansible-operator.log"
         self.health_port = free_port()
         venv_bin = str(Path(sys.executable).parent)

@@ -294,3 +294,20 @@ def test_force_renew_reaches_the_pki_module():
     assert "forceRenew" not in pki["certificates"]
     cr["spec"]["certificates"]["forceRenew"]["certificates"] = ["apiserver", "admin"]
     assert kp.build_plan(cr)["pki"]["force_renew"] == ["apiserver", "admin"]
+
+
+def test_each_rolled_component_is_checked_through_karmada_apiserver():
+    """The leader-election Lease the controllers take (the names Karmada uses, as seen in a
+    running karmada-apiserver), the webhook's admission; none where leader election is off."""
+    cr = sample()
+    plan = kp.build_plan(cr)
+    assert comp(plan, "controllerManager")["gate"]["lease"] == "karmada-system/karmada-controller-manager"
+    assert comp(plan, "scheduler")["gate"]["lease"] == "karmada-system/karmada-scheduler"
+    assert comp(plan, "kubeControllerManager")["gate"]["lease"] == "kube-system/kube-controller-manager"
+    assert comp(plan, "webhook")["gate"]["admission"]["kind"] == "PropagationPolicy"
+    assert comp(plan, "aggregatedAPIServer")["gate"] == {"lease": "", "admission": {}}
+    cr["spec"]["components"]["scheduler"] = {"extraArgs": {"leader-elect-resource-namespace": "elsewhere"}}
+    cr["spec"]["components"]["controllerManager"]["extraArgs"] = {"leader-elect": "false"}
+    plan = kp.build_plan(cr)
+    assert comp(plan, "scheduler")["gate"]["lease"] == "elsewhere/karmada-scheduler"
+    assert comp(plan, "controllerManager")["gate"]["lease"] == ""

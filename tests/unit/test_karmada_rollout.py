@@ -87,3 +87,44 @@ def test_what_a_rollout_applies_in_the_owners_namespace_is_owned_by_it():
     for obj in (elsewhere, cluster_scoped, own):
         assert kr.owned(obj, KD) is obj
     assert kr.owned(deployment, None) is deployment
+
+
+class FakeKarmada:
+    """karmada-apiserver as serving_check sees it: Leases by namespace/name, admission errors."""
+
+    def __init__(self, leases=None, admit_error=None):
+        self.leases, self.admit_error, self.dry_runs = leases or {}, admit_error, []
+
+    def get(self, api_version, kind, name, namespace=None):
+        assert (api_version, kind) == ("coordination.k8s.io/v1", "Lease")
+        holder = self.leases.get(f"{namespace}/{name}")
+        return {"spec": {"holderIdentity": holder}} if holder else None
+
+    def create(self, obj, dry_run=False):
+        assert dry_run, "the admission check must not store anything"
+        self.dry_runs.append(obj)
+        if self.admit_error:
+            raise self.admit_error
+        return obj
+
+
+def step(**kw):
+    return kr.Step(name="karmada-scheduler", objects=[], deployment="k-scheduler", container="karmada-scheduler",
+                   selector="app=x", replicas=1, **kw)
+
+
+def test_a_rolled_component_must_serve_through_karmada_apiserver():
+    from karmada_kube import KubeError
+    pods = ["k-scheduler-abc-1"]
+    lease = step(lease="karmada-system/karmada-scheduler")
+    held = FakeKarmada({"karmada-system/karmada-scheduler": "k-scheduler-abc-1_0b1c"})
+    assert kr.serving_check(held, lease, pods) == ""
+    old = FakeKarmada({"karmada-system/karmada-scheduler": "k-scheduler-old-9_77aa"})
+    assert "held by k-scheduler-old-9_77aa, not by a ready pod" in kr.serving_check(old, lease, pods)
+    assert "held by nobody" in kr.serving_check(FakeKarmada(), lease, pods)
+    probe = step(admission={"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+                            "metadata": {"name": "p", "namespace": "default"}})
+    karmada = FakeKarmada()
+    assert kr.serving_check(karmada, probe, pods) == "" and len(karmada.dry_runs) == 1
+    down = FakeKarmada(admit_error=KubeError(500, "InternalError", 'failed calling webhook "x": connection refused'))
+    assert "does not admit a PropagationPolicy: failed calling webhook" in kr.serving_check(down, probe, pods)

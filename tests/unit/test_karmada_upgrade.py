@@ -71,3 +71,90 @@ def test_an_upgrade_starts_and_a_stopped_one_resumes_with_its_record():
     assert [c["name"] for c in done["components"]] == ["karmada-aggregated-apiserver", "karmada-controller-manager"]
     assert ku.condition(done)["reason"] == "UpgradeSucceeded"
     assert ku.finished({}, [], later) == {} and ku.condition({}) == {}
+
+
+def test_a_version_going_down_is_a_rollback_run_in_reverse_order():
+    done = {"fromVersion": "v1.17.1", "toVersion": "v1.18.2", "phase": "Succeeded"}
+    back = ku.started(cr("v1.18.2", upgrade=done), "v1.17.1", NOW)
+    assert (back["fromVersion"], back["toVersion"], ku.is_rollback(back)) == ("v1.18.2", "v1.17.1", True)
+    assert not ku.is_rollback(ku.started(cr("v1.17.1"), "v1.18.2", NOW))
+    assert not ku.is_rollback({}) and not ku.is_rollback({**back, "phase": "Succeeded"})
+
+
+def test_setting_the_old_version_back_on_a_stopped_upgrade_rolls_back_what_it_moved():
+    """The plane still reports the old version (it never converged on the new one), but the
+    components the upgrade moved run the new one: they roll back, in reverse order."""
+    stopped = {"fromVersion": "v1.17.1", "toVersion": "v1.18.2", "phase": "Stopped",
+               "stoppedAt": "karmada-scheduler", "components": [{"name": "karmada-aggregated-apiserver"}]}
+    ku.preflight(cr("v1.17.1", upgrade=stopped), "v1.17.1")
+    back = ku.started(cr("v1.17.1", upgrade=stopped), "v1.17.1", NOW)
+    assert (back["fromVersion"], back["toVersion"], back["components"]) == ("v1.18.2", "v1.17.1", [])
+    assert ku.is_rollback(back)
+    # converged on it: nothing more to do
+    assert ku.started(cr("v1.17.1", upgrade={**back, "phase": "Succeeded"}), "v1.17.1", NOW) == {}
+
+
+def _backup(name, karmada="karmada", schedule=None, annotations=None, storage=None):
+    spec = {"karmadaDeploymentRef": {"name": karmada}, "storage": storage or {"pvc": {"claimName": "b"}}}
+    if schedule:
+        spec["schedule"] = schedule
+    return {"metadata": {"name": name, "namespace": "ks", "annotations": annotations or {}}, "spec": spec}
+
+
+def test_an_upgrade_backs_up_etcd_first_to_the_store_of_an_etcdbackup_of_this_karmada():
+    kd = {"metadata": {"name": "karmada", "namespace": "ks"}, "spec": {"upgrade": {}}, "status": {}}
+    record = {"fromVersion": "v1.17.1", "toVersion": "v1.18.2", "phase": "InProgress",
+              "startTime": "2026-12-02T07:30:05Z"}
+    s3 = {"s3": {"bucket": "b", "endpoint": "https://s3"}}
+    backups = [_backup("adhoc"), _backup("nightly", schedule="0 2 * * *", storage=s3),
+               _backup("other", karmada="another"),
+               _backup("karmada-pre-upgrade-v1-17-1", annotations={ku.PRE_UPGRADE_ANNOTATION: "x"})]
+    got = ku.pre_upgrade_backup(kd, backups, record)
+    assert got["metadata"]["name"] == "karmada-pre-upgrade-v1-18-2-20261202t0730"  # one per version change
+    assert got["metadata"]["annotations"][ku.PRE_UPGRADE_ANNOTATION] == "v1.17.1 to v1.18.2"
+    assert got["spec"] == {"karmadaDeploymentRef": {"name": "karmada"}, "storage": s3}  # the scheduled one's store
+    assert "schedule" not in got["spec"] and "retention" not in got["spec"]
+    # nothing to take: no version change, no store for this Karmada, or Skip
+    assert ku.pre_upgrade_backup(kd, backups, {}) == {}
+    assert ku.pre_upgrade_backup(kd, backups[2:], record) == {}
+    skip = {**kd, "spec": {"upgrade": {"preUpgradeBackup": "Skip"}}}
+    assert ku.pre_upgrade_backup(skip, backups, record) == {}
+    assert len(ku.pre_upgrade_backup_name("k" * 60, "v1.18.2", "2026-12-02T07:30:05Z")) == 63
+
+
+def test_the_upgrade_waits_for_its_backup_and_stops_when_it_fails():
+    assert ku.pre_upgrade_backup_state({})[0] == "Waiting"
+    running = {"status": {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "False", "reason": "Running", "message": "snapshot in progress"}]}}
+    assert ku.pre_upgrade_backup_state(running) == ("Waiting", "snapshot in progress")
+    done = {"status": {"phase": "Succeeded", "lastSuccessfulBackup": {"location": "pvc://b/k/x.db"}}}
+    assert ku.pre_upgrade_backup_state(done) == ("Succeeded", "pvc://b/k/x.db")
+    failed = {"metadata": {"name": "k-pre"}, "status": {"phase": "Failed", "conditions": [
+        {"type": "Ready", "status": "False", "reason": "StoreUnreachable", "message": "s3: connection refused"}]}}
+    assert ku.pre_upgrade_backup_state(failed) == (
+        "Failed", "the pre-upgrade backup k-pre failed: StoreUnreachable: s3: connection refused")
+
+
+def test_a_version_change_starts_only_on_a_healthy_plane():
+    def with_conditions(*conds, upgrade=None):
+        obj = cr("v1.17.1", upgrade=upgrade)
+        obj["status"]["conditions"] = [{"type": t, "status": v, "reason": r, "message": m} for t, v, r, m in conds]
+        return obj
+    sick = with_conditions(("Ready", "False", "ComponentsNotReady", "x"),
+                           ("ControlPlaneReady", "False", "ComponentsNotReady", "karmada-scheduler: CrashLoopBackOff"))
+    assert ku.refusal(sick, "v1.18.2") == {
+        "reason": "UpgradePreflightFailed",
+        "message": "ControlPlaneReady is False (ComponentsNotReady: karmada-scheduler: CrashLoopBackOff): a version "
+                   "change starts only on a healthy plane; fix it, or set spec.karmadaVersion back to v1.17.1"}
+    assert ku.refusal(sick, "v1.17.1") == {}  # no version change: the reconcile goes on as usual
+    etcd = with_conditions(("EtcdReady", "False", "EtcdNotReady", "1/3 members healthy"))
+    assert ku.refusal(etcd, "v1.18.2")["reason"] == "UpgradePreflightFailed"
+    # a refused change leaves Ready False with nothing wrong: that does not block the next one
+    refused = with_conditions(("Ready", "False", "UnsupportedUpgrade", "one minor version at a time"),
+                              ("ControlPlaneReady", "True", "Ready", ""))
+    assert ku.refusal(refused, "v1.18.2") == {}
+    # resuming a stopped upgrade: the plane is mid-change by design
+    stopped = {"fromVersion": "v1.17.1", "toVersion": "v1.18.2", "phase": "Stopped"}
+    assert ku.refusal(with_conditions(("ControlPlaneReady", "False", "ComponentsNotReady", "x"), upgrade=stopped),
+                      "v1.18.2") == {}
+    assert ku.refusal(cr("v1.16.0"), "v1.18.2")["reason"] == "UnsupportedUpgrade"

@@ -1,0 +1,58 @@
+"""etcd scaling decisions: learners first, promotion, removal from the highest ordinal, refusals."""
+
+import etcd_scaling as es
+import pytest
+
+STS = "karmada-etcd"
+
+
+def url(name):
+    return f"https://{name}.karmada-etcd.karmada-system.svc.cluster.local:2380"
+
+
+def health(n, unhealthy=(), learner=None, unstarted=False, quorum=True):
+    members = [{"name": f"{STS}-{i}", "healthy": i not in unhealthy, "learner": False, "reachable": True}
+               for i in range(n)]
+    if learner is not None:
+        members.append({"name": f"{STS}-{learner}", "healthy": True, "learner": True, "reachable": True})
+    if unstarted:
+        members.append({"name": "", "healthy": False, "learner": True, "reachable": False})
+    return {"has_quorum": quorum, "members": members}
+
+
+def test_scale_out_adds_the_next_ordinal_as_a_learner_with_exactly_the_members_and_itself():
+    step = es.next_step(STS, 3, 1, health(1), url)
+    assert (step.action, step.member, step.peer_url, step.replicas) == ("add", f"{STS}-1", url(f"{STS}-1"), 2)
+    assert step.bootstrap == {"ETCD_INITIAL_CLUSTER_STATE": "existing",
+                              "ETCD_INITIAL_CLUSTER": f"{STS}-0={url(STS + '-0')},{STS}-1={url(STS + '-1')}"}
+
+
+def test_a_joiner_is_waited_for_then_promoted_before_the_next_is_added():
+    assert es.next_step(STS, 3, 2, health(1, unstarted=True), url).action == "wait"
+    step = es.next_step(STS, 3, 2, health(1, learner=1), url)
+    assert (step.action, step.member) == ("promote", f"{STS}-1")
+    assert es.next_step(STS, 3, 2, health(2), url).member == f"{STS}-2"
+
+
+def test_scale_in_removes_the_highest_ordinal_first():
+    step = es.next_step(STS, 3, 5, health(5), url)
+    assert (step.action, step.member, step.replicas) == ("remove", f"{STS}-4", 4)
+
+
+@pytest.mark.parametrize("desired, replicas, h, action, why", [
+    (1, 3, health(3, unhealthy=(1,)), "refuse", "not removing karmada-etcd-2 while karmada-etcd-1 is unhealthy"),
+    (4, 3, health(3), "refuse", "1, 3, 5 or 7"),
+    (5, 3, health(3, unhealthy=(0,)), "wait", "not adding a member while karmada-etcd-0 is unhealthy"),
+    (5, 3, health(3, quorum=False), "wait", "no quorum"),
+    (5, 2, health(3), "wait", "the StatefulSet has 2 pods for 3 members"),
+    (3, 3, health(3), "done", "3 members, every one healthy"),
+    (5, 4, health(3, learner=2), "wait", "a learner that is not the newest pod"),
+])
+def test_refusals_and_waits(desired, replicas, h, action, why):
+    step = es.next_step(STS, desired, replicas, h, url)
+    assert step.action == action and why in step.reason, step
+
+
+def test_a_down_member_at_the_highest_ordinal_may_go():
+    """Removing the member that is down leaves only healthy members: allowed."""
+    assert es.next_step(STS, 1, 3, health(3, unhealthy=(2,)), url).action == "remove"
