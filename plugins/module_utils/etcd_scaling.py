@@ -252,6 +252,10 @@ def scale(source: ScaleSource, etcd_for: Callable[[dict[str, MemberPod]], gw.Etc
         pods = member_pods(statefulset, raw_pods)
         health = read_health(etcd_for(pods))
         step = next_step(statefulset, desired, replicas, health, peer_url)
+        leftover = sorted(p.name for p in pods.values() if p.ordinal >= replicas)
+        if step.action == "done" and leftover:
+            # the pods of removed members still stop: done once they are gone (and their claims)
+            step = ScaleStep("wait", f"the pod of the removed {', '.join(leftover)} is stopping", in_flight=True)
         refusal = step.reason if step.action == "refuse" else storage_refusal(step, storage_type)
         if refusal:
             raise EtcdScaleStopped("EtcdScaleRefused", f"etcd scaling to {desired} members refused: {refusal}", done)
