@@ -369,10 +369,7 @@ def etcd_schema() -> Schema:
                           "operator adds members one at a time as learners, promoting each once caught up, and "
                           "removes them from the highest ordinal, refusing (EtcdReady False, reason "
                           "EtcdScaleRefused) when a removal would put the quorum at risk. Not with "
-                          "storage.type HostPath.", "integer", enum=[1, 3, 5, 7], default=3,
-                          **{"x-kubernetes-validations": [
-                              cel("self in [1, 3, 5, 7]", "spec.etcd.local.replicas must be 1, 3, 5 or 7"),
-                          ]}),
+                          "storage.type HostPath.", "integer", enum=[1, 3, 5, 7], default=3),
             "version": s(f"etcd image tag, e.g. {registry.DEFAULT_ETCD_TAG}.", pattern=TAG),
             "image": image_override(),
             "storage": {**storage, "default": {}},

@@ -366,7 +366,7 @@ EXTERNAL_ETCD = {"external": {"endpoints": ["https://etcd.example:2379"], "tlsSe
 # (id, etcd at creation, change applied to the stored spec, substrings the user must see or None: accepted)
 UPDATES = [
     ("etcd-replicas-even", None, lambda s: s["etcd"]["local"].update(replicas=4),
-     ["spec.etcd.local.replicas", "1, 3, 5, 7"]),
+     ["spec.etcd.local.replicas", 'supported values: "1", "3", "5", "7"']),
     ("etcd-storage-type", None, lambda s: s["etcd"]["local"]["storage"].update(type="EmptyDir"),
      ["spec.etcd.local.storage.type", "cannot change after creation"]),
     ("etcd-local-to-external", None, lambda s: s.update(etcd=copy.deepcopy(EXTERNAL_ETCD)),
