@@ -141,7 +141,7 @@ def next_step(statefulset: str, desired: int, replicas: int, health: Mapping[str
             return ScaleStep("refuse", f"not removing {target} while {', '.join(others_sick)} is unhealthy "
                                        f"({healthy_left} of {left} members left healthy, quorum {quorum(left)}): "
                                        "bring it back (or replace it) first")
-        return ScaleStep("remove", f"{len(names)} of {desired} members: remove {target}", member=target,
+        return ScaleStep("remove", f"{len(names)} members, {desired} wanted: remove {target}", member=target,
                          peer_url=peer_url(target), replicas=left)
     # nothing to scale; the members' health is the rollout's and the quorum gate's to wait for
     return ScaleStep("done", f"{desired} members, every one healthy" if not sick
@@ -291,7 +291,11 @@ def scale(source: ScaleSource, etcd_for: Callable[[dict[str, MemberPod]], gw.Etc
         client = etcd_for(pods)
         if step.action == "add":
             old = claim_name(statefulset, ordinal(statefulset, step.member))
-            if storage_type == "PersistentVolumeClaim" and old in source.claims(terminating=True):
+            # only before a fresh add, and never under a pod: once the learner is in etcd (a step
+            # finished again) a claim at its ordinal is the joiner's own
+            has_pod = any(p.ordinal == ordinal(statefulset, step.member) for p in pods.values())
+            if (storage_type == "PersistentVolumeClaim" and not step.in_flight and not has_pod
+                    and old in source.claims(terminating=True)):
                 source.delete_claim(old)  # a removed member's data never rejoins
                 while old in source.claims(terminating=True):
                     if clock() >= deadline:
@@ -312,6 +316,14 @@ def scale(source: ScaleSource, etcd_for: Callable[[dict[str, MemberPod]], gw.Etc
             source.set_replicas(step.replicas)
         done.append({"action": step.action, "member": step.member, "reason": step.reason})
         deadline, stuck_since = clock() + timeout, None
+        if step.action in ("add", "remove", "replicas"):
+            # the next decision must see this write: a read through a cache (ansible-operator's
+            # proxy, when the operator runs outside the cluster) can lag behind it
+            while int(((source.statefulset() or {}).get("spec") or {}).get("replicas") or 0) != step.replicas:
+                if clock() >= deadline:
+                    raise EtcdScaleStopped("EtcdNotReady", f"the StatefulSet does not show {step.replicas} replicas "
+                                           f"within {timeout:.0f} s", done)
+                sleep(poll)
 
 
 def prepare(source: ScaleSource, *, statefulset: str, desired: int, peer_url: Callable[[str], str]) -> int:
