@@ -228,6 +228,13 @@ def test_scaling_in_while_a_member_is_down_is_refused_and_changes_nothing(fleet:
     scale_to(fleet, 3)
     assert_members(fleet, 3)
     before = (etcd_members(host), claims(host), host.get("statefulset", STS, "-n", NS)["spec"]["replicas"])
+    # a pass still waiting at the rollout's gate (a new member not Ready yet) when the member stops
+    # would wait there for the etcd timeout (600 s) before a pass reaches the refusal
+    fleet.wait_for(lambda: all(p.get("status", {}).get("containerStatuses", [{}])[0].get("ready")
+                               for p in host.get("pods", "-n", NS, "-l",
+                                                 f"app.kubernetes.io/name=etcd,app.kubernetes.io/instance={NAME}")["items"]),
+                   300, "every etcd pod Ready")
+    time.sleep(30)
     stopper = Stopper(f"{STS}-1")
     try:
         fleet.wait_for(lambda: stopper.stopped, 60, f"the etcd process of {STS}-1 to stop")
@@ -235,7 +242,7 @@ def test_scaling_in_while_a_member_is_down_is_refused_and_changes_nothing(fleet:
         host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge",
                      "-p", json.dumps({"spec": {"etcd": {"local": {"replicas": 1}}}}))
         refused = fleet.wait_for(lambda: (lambda c: c if c.get("reason") == "EtcdScaleRefused" else None)(
-            condition(fleet.get(), "EtcdReady")), 600, "EtcdReady False with reason EtcdScaleRefused")
+            condition(fleet.get(), "EtcdReady")), 1300, "EtcdReady False with reason EtcdScaleRefused")
         print("\nrefused:", refused["message"])
         assert refused["status"] == "False"
         assert f"not removing {STS}-2 while {STS}-1 is unhealthy" in refused["message"]
