@@ -365,13 +365,11 @@ def etcd_schema() -> Schema:
     local = obj(
         "An etcd cluster run by the operator as a StatefulSet.",
         {
-            "replicas": s("Members: 1, 3, 5 or 7 (odd, to keep a quorum). Fixed at creation: members "
-                          "always start as a new cluster.", "integer", enum=[1, 3, 5, 7], default=3,
-                          **{"x-kubernetes-validations": [
-                              cel("self == oldSelf", "spec.etcd.local.replicas cannot change after creation: "
-                                  "etcd members start with --initial-cluster-state=new, so added or removed "
-                                  "members would break the cluster"),
-                          ]}),
+            "replicas": s("Members: 1, 3, 5 or 7 (odd, to keep a quorum). May change on a running install: the "
+                          "operator adds members one at a time as learners, promoting each once caught up, and "
+                          "removes them from the highest ordinal, refusing (EtcdReady False, reason "
+                          "EtcdScaleRefused) when a removal would put the quorum at risk. Not with "
+                          "storage.type HostPath.", "integer", enum=[1, 3, 5, 7], default=3),
             "version": s(f"etcd image tag, e.g. {registry.DEFAULT_ETCD_TAG}.", pattern=TAG),
             "image": image_override(),
             "storage": {**storage, "default": {}},

@@ -1,9 +1,10 @@
 """etcd scale out and in, one member at a time: the next step towards the wanted member count.
 
-Plain Python, no Ansible API. Not wired into the role yet (see "Scaling" in docs/etcd.md for the
-plan): :func:`next_step` is the decision, :func:`apply_step` carries a step out on etcd with
-``etcd_membership``; the StatefulSet side (its replicas, the bootstrap values its pods read) is
-the caller's.
+Plain Python, no Ansible API; backs the ``etcd_scale`` module (see "Scale" in docs/etcd.md):
+:func:`next_step` is the decision, :func:`apply_step` carries a step out on etcd with
+``etcd_membership``, :func:`scale` repeats both and moves the StatefulSet side (its replicas, the
+bootstrap values its pods read from a ConfigMap, the claims of removed members) through a
+:class:`ScaleSource`; :func:`prepare` gives the replicas to apply the StatefulSet with.
 
 Members are the StatefulSet's pods ``<sts>-0`` .. ``<sts>-<n-1>``: a member's name is its pod's.
 
@@ -21,27 +22,35 @@ about (a joiner still starting, a learner catching up).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
 
 try:  # as Ansible ships it to a module
     from ansible.module_utils import etcd_gateway as gw
     from ansible.module_utils.etcd_cluster_health import quorum
     from ansible.module_utils.etcd_membership import ensure_member_absent, ensure_member_present
+    from ansible.module_utils.etcd_rollout import MemberPod, member_pods, read_health
+    from ansible.module_utils.karmada_kube import owner_reference
+    from ansible.module_utils.karmada_observed import pod_problems
 except ImportError:  # as plain Python (tests)
     import etcd_gateway as gw  # type: ignore[no-redef]
     from etcd_cluster_health import quorum  # type: ignore[no-redef]
     from etcd_membership import ensure_member_absent, ensure_member_present  # type: ignore[no-redef]
+    from etcd_rollout import MemberPod, member_pods, read_health  # type: ignore[no-redef]
+    from karmada_kube import owner_reference  # type: ignore[no-redef]
+    from karmada_observed import pod_problems  # type: ignore[no-redef]
 
 SIZES = (1, 3, 5, 7)
 
 
 @dataclass(frozen=True)
 class ScaleStep:
-    """``action``: done, wait, refuse, add (a learner), promote, remove. ``replicas``: what the
-    StatefulSet should have once the step is done; ``bootstrap``: for ``add``, what the joiner's
-    pod must start with (ETCD_INITIAL_CLUSTER_STATE, ETCD_INITIAL_CLUSTER)."""
+    """``action``: done, wait, refuse, add (a learner), promote, remove, replicas (only set the
+    StatefulSet's replicas). ``replicas``: what the StatefulSet should have once the step is done;
+    ``bootstrap``: for ``add``, what the joiner's pod must start with (ETCD_INITIAL_CLUSTER_STATE,
+    ETCD_INITIAL_CLUSTER); ``in_flight``: the step finishes one begun before."""
 
     action: str
     reason: str
@@ -49,6 +58,7 @@ class ScaleStep:
     peer_url: str = ""
     replicas: int = 0
     bootstrap: dict[str, str] = field(default_factory=dict)
+    in_flight: bool = False
 
 
 def ordinal(statefulset: str, name: str) -> int:
@@ -68,37 +78,54 @@ def bootstrap(members: Sequence[tuple[str, str]], state: str) -> dict[str, str]:
 def next_step(statefulset: str, desired: int, replicas: int, health: Mapping[str, Any],
               peer_url: Callable[[str], str]) -> ScaleStep:
     """The next step from ``replicas`` pods (the StatefulSet's now) and etcd's ``health``
-    (``etcd_cluster_health.cluster_health``) towards ``desired`` members."""
+    (``etcd_cluster_health.cluster_health``) towards ``desired`` members.
+
+    ``in_flight`` marks a step that finishes what an earlier step began (a joiner to start or
+    promote, a StatefulSet whose replicas do not match the members): a caller that must not
+    start a new change (the pass before the rollout) still carries these out."""
     if desired not in SIZES:
         return ScaleStep("refuse", f"{desired} members: etcd runs with 1, 3, 5 or 7")
     reports = list(health.get("members") or [])
     if not health.get("has_quorum"):
         return ScaleStep("wait", "etcd has no quorum")
     # an added member that has not started has no name yet: it is the joiner of the last step
-    named = {str(r.get("name") or ""): r for r in reports}
-    joiner_name = f"{statefulset}-{replicas - 1}" if replicas else ""
+    named = {str(r.get("name") or ""): r for r in reports if r.get("name")}
     unstarted = [r for r in reports if not r.get("name")]
-    learners = [n for n, r in named.items() if n and r.get("learner")]
+    learners = [n for n, r in named.items() if r.get("learner")]
+    voters = sorted((n for n in named if n not in learners), key=lambda n: ordinal(statefulset, n))
+    joiner_name = f"{statefulset}-{len(voters)}"
     if unstarted or learners:
-        who = learners[0] if learners else joiner_name
-        if len(unstarted) + len(learners) > 1 or (learners and learners[0] != joiner_name):
+        stray = len(unstarted) + len(learners) > 1 or (learners and learners[0] != joiner_name) or any(
+            r.get("peer_urls") and peer_url(joiner_name) not in r["peer_urls"] for r in unstarted)
+        if stray:
             return ScaleStep("wait", f"more than one joiner, or a learner that is not the newest pod: "
-                                     f"{', '.join(learners) or 'unstarted members'}; remove the stray ones")
-        report = named.get(who) or (unstarted[0] if unstarted else {})
+                                     f"{', '.join(learners) or 'unstarted members'}; remove the stray ones",
+                             in_flight=True)
+        report = named.get(joiner_name) or unstarted[0]
+        if replicas <= len(voters):
+            # added in etcd, but the pass stopped before the StatefulSet was asked for its pod
+            return ScaleStep("add", f"{joiner_name} was added as a learner but has no pod yet",
+                             member=joiner_name, peer_url=peer_url(joiner_name), replicas=len(voters) + 1,
+                             bootstrap=bootstrap([(n, peer_url(n)) for n in [*voters, joiner_name]], "existing"),
+                             in_flight=True)
         if not report.get("name") or not report.get("reachable"):
-            return ScaleStep("wait", f"{who} is starting", member=who, replicas=replicas)
-        return ScaleStep("promote", f"{who} joined as a learner; promote it once it has caught up",
-                         member=who, peer_url=peer_url(who), replicas=replicas)
-    names = sorted((n for n in named if n), key=lambda n: ordinal(statefulset, n))
+            return ScaleStep("wait", f"{joiner_name} is starting", member=joiner_name, replicas=replicas,
+                             in_flight=True)
+        return ScaleStep("promote", f"{joiner_name} joined as a learner; promote it once it has caught up",
+                         member=joiner_name, peer_url=peer_url(joiner_name), replicas=replicas, in_flight=True)
+    names = voters
     expected = [f"{statefulset}-{i}" for i in range(len(names))]
     if names != expected:
         return ScaleStep("wait", f"members {', '.join(names)} are not {statefulset}-0 to -{len(names) - 1}")
+    if replicas != len(names):
+        # more pods than members: a removed member's pod (the pass stopped before the StatefulSet
+        # was scaled down); fewer: someone scaled the StatefulSet. The members decide.
+        return ScaleStep("replicas", f"the StatefulSet has {replicas} pods for {len(names)} members",
+                         replicas=len(names), in_flight=True)
     sick = [n for n in names if not named[n].get("healthy")]
     if len(names) < desired:
         if sick:
             return ScaleStep("wait", f"not adding a member while {', '.join(sick)} is unhealthy")
-        if replicas != len(names):
-            return ScaleStep("wait", f"the StatefulSet has {replicas} pods for {len(names)} members")
         new = f"{statefulset}-{len(names)}"
         return ScaleStep("add", f"{len(names)} of {desired} members: add {new} as a learner", member=new,
                          peer_url=peer_url(new), replicas=len(names) + 1,
@@ -114,13 +141,11 @@ def next_step(statefulset: str, desired: int, replicas: int, health: Mapping[str
             return ScaleStep("refuse", f"not removing {target} while {', '.join(others_sick)} is unhealthy "
                                        f"({healthy_left} of {left} members left healthy, quorum {quorum(left)}): "
                                        "bring it back (or replace it) first")
-        return ScaleStep("remove", f"{len(names)} of {desired} members: remove {target}", member=target,
+        return ScaleStep("remove", f"{len(names)} members, {desired} wanted: remove {target}", member=target,
                          peer_url=peer_url(target), replicas=left)
-    if replicas != desired:
-        return ScaleStep("wait", f"the StatefulSet has {replicas} pods for {desired} members")
-    if sick:
-        return ScaleStep("wait", f"{', '.join(sick)} unhealthy")
-    return ScaleStep("done", f"{desired} members, every one healthy", replicas=desired)
+    # nothing to scale; the members' health is the rollout's and the quorum gate's to wait for
+    return ScaleStep("done", f"{desired} members, every one healthy" if not sick
+                     else f"{desired} members ({', '.join(sick)} unhealthy)", replicas=desired)
 
 
 def apply_step(client: gw.EtcdClient, step: ScaleStep, wait_timeout: float = 120.0) -> dict[str, Any]:
@@ -133,3 +158,226 @@ def apply_step(client: gw.EtcdClient, step: ScaleStep, wait_timeout: float = 120
     if step.action == "remove":
         return ensure_member_absent(client, name=step.member, wait_timeout=wait_timeout)
     return {"changed": False}
+
+
+def storage_refusal(step: ScaleStep, storage_type: str) -> str:
+    """Why ``step`` is refused for the storage type ("" when it is not): a HostPath member's
+    directory stays on its node when the member is removed, and a later member at that ordinal
+    would start from the removed member's data, which etcd refuses (the operator cannot clear a
+    node's directory)."""
+    if storage_type == "HostPath" and step.action in ("add", "remove") and not step.in_flight:
+        return (f"{step.reason}: scaling is not supported with storage.type HostPath (a removed member's "
+                "directory stays on its node and would be reused by a later member); use PersistentVolumeClaim")
+    return ""
+
+
+class ScaleSource(Protocol):
+    """The StatefulSet side of scaling (the API server itself, not a cache)."""
+
+    def statefulset(self) -> dict[str, Any] | None: ...
+
+    def pods(self) -> list[dict[str, Any]]: ...
+
+    def set_replicas(self, replicas: int) -> None: ...
+
+    def write_bootstrap(self, data: Mapping[str, str], only_if_missing: bool = False) -> bool: ...
+
+    def claims(self, terminating: bool = False) -> list[str]: ...
+
+    def delete_claim(self, name: str) -> None: ...
+
+
+class EtcdScaleStopped(Exception):
+    """The pass stopped: ``reason`` EtcdScaleRefused (nothing was changed by this step) or
+    EtcdNotReady (a wait that did not end in time); ``done`` the steps carried out before."""
+
+    def __init__(self, reason: str, message: str, done: list[dict[str, Any]]):
+        super().__init__(message)
+        self.reason, self.done = reason, done
+
+
+@dataclass
+class ScaleResult:
+    members: list[str]
+    replicas: int
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    deferred: str = ""
+    bootstrap_changed: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.steps) or self.bootstrap_changed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "changed": self.changed}
+
+
+def claim_name(statefulset: str, ordinal_: int, template: str = "data") -> str:
+    """The PersistentVolumeClaim the StatefulSet makes for a member (``<template>-<pod>``)."""
+    return f"{template}-{statefulset}-{ordinal_}"
+
+
+def scale(source: ScaleSource, etcd_for: Callable[[dict[str, MemberPod]], gw.EtcdClient], *, statefulset: str,
+          desired: int, peer_url: Callable[[str], str], timeout: float, start: bool = True,
+          storage_type: str = "PersistentVolumeClaim", delete_claims: bool = True, poll: float = 2.0,
+          stuck_after: float = 60.0, clock: Callable[[], float] = time.monotonic,
+          sleep: Callable[[float], None] = time.sleep,
+          on_step: Callable[[ScaleStep], None] | None = None) -> ScaleResult:
+    """Move the local etcd to ``desired`` members one step at a time (:func:`next_step`).
+
+    ``start`` false: only finish a step begun before (a joiner, replicas that do not match the
+    members) and return at the first step that would begin a change or wait for health (the pass
+    before the rollout, which must not be blocked by a scale it cannot finish). Each step:
+
+    * add: a leftover claim of that ordinal is deleted first (a removed member's data must never
+      rejoin), the bootstrap values written, the learner added, the StatefulSet raised by one;
+    * promote: once the learner has caught up (waits within ``timeout``);
+    * remove: the member leaves etcd first (a leader hands over), the bootstrap values are
+      rewritten, then the StatefulSet is lowered by one; once its pod is gone, its claim is
+      deleted when ``delete_claims`` (deletionPolicy Delete) and kept otherwise;
+    * replicas: the StatefulSet is set to the member count.
+
+    When nothing is left to do, the bootstrap values become ``existing`` and the members.
+    Raises :class:`EtcdScaleStopped`."""
+    done: list[dict[str, Any]] = []
+    deadline = clock() + timeout
+    stuck_since: float | None = None
+    bootstrap_changed = False
+    while True:
+        sts = source.statefulset()
+        if not sts:
+            raise EtcdScaleStopped("EtcdNotReady", f"StatefulSet {statefulset} not found", done)
+        replicas = int((sts.get("spec") or {}).get("replicas") or 0)
+        raw_pods = source.pods()
+        pods = member_pods(statefulset, raw_pods)
+        health = read_health(etcd_for(pods))
+        step = next_step(statefulset, desired, replicas, health, peer_url)
+        leftover = sorted(p.name for p in pods.values() if p.ordinal >= replicas)
+        if step.action == "done" and leftover:
+            # the pods of removed members still stop: done once they are gone (and their claims)
+            step = ScaleStep("wait", f"the pod of the removed {', '.join(leftover)} is stopping", in_flight=True)
+        refusal = step.reason if step.action == "refuse" else storage_refusal(step, storage_type)
+        if refusal:
+            raise EtcdScaleStopped("EtcdScaleRefused", f"etcd scaling to {desired} members refused: {refusal}", done)
+        members = sorted((str(m.get("name")) for m in health.get("members") or [] if m.get("name")),
+                         key=lambda n: ordinal(statefulset, n))
+        # the claims of members removed before, once their pods are gone
+        if delete_claims and storage_type == "PersistentVolumeClaim":
+            for claim in source.claims():
+                n = ordinal(statefulset, claim[len("data-"):]) if claim.startswith("data-") else -1
+                if n >= replicas and n >= len(members) and not any(p.ordinal == n for p in pods.values()):
+                    source.delete_claim(claim)
+                    done.append({"action": "delete-claim", "member": f"{statefulset}-{n}", "reason": claim})
+        if step.action == "done":
+            if health.get("has_quorum"):
+                bootstrap_changed = source.write_bootstrap(
+                    bootstrap([(n, peer_url(n)) for n in members], "existing"))
+            return ScaleResult(members, replicas, done, bootstrap_changed=bootstrap_changed)
+        if step.action == "wait" or (not start and not step.in_flight):
+            if not start and not step.in_flight:
+                return ScaleResult(members, replicas, done, deferred=step.reason)
+            problems = pod_problems(raw_pods)
+            stuck_since = (stuck_since or clock()) if problems else None
+            if problems and clock() - (stuck_since or clock()) >= stuck_after:
+                raise EtcdScaleStopped("EtcdNotReady", f"etcd scaling stopped ({step.reason}): {'; '.join(problems)}",
+                                       done)
+            if clock() >= deadline:
+                raise EtcdScaleStopped("EtcdNotReady", f"etcd scaling stopped: {step.reason} for {timeout:.0f} s",
+                                       done)
+            sleep(poll)
+            continue
+        if on_step is not None:
+            on_step(step)
+        client = etcd_for(pods)
+        if step.action == "add":
+            old = claim_name(statefulset, ordinal(statefulset, step.member))
+            # only before a fresh add, and never under a pod: once the learner is in etcd (a step
+            # finished again) a claim at its ordinal is the joiner's own
+            has_pod = any(p.ordinal == ordinal(statefulset, step.member) for p in pods.values())
+            if (storage_type == "PersistentVolumeClaim" and not step.in_flight and not has_pod
+                    and old in source.claims(terminating=True)):
+                source.delete_claim(old)  # a removed member's data never rejoins
+                while old in source.claims(terminating=True):
+                    if clock() >= deadline:
+                        raise EtcdScaleStopped("EtcdNotReady", f"the old claim {old} of {step.member} was not "
+                                               f"deleted within {timeout:.0f} s", done)
+                    sleep(poll)
+            source.write_bootstrap(step.bootstrap)
+            apply_step(client, step, wait_timeout=max(1.0, deadline - clock()))
+            source.set_replicas(step.replicas)
+        elif step.action == "promote":
+            apply_step(client, step, wait_timeout=max(1.0, deadline - clock()))
+        elif step.action == "remove":
+            apply_step(client, step, wait_timeout=max(1.0, deadline - clock()))
+            left = [n for n in members if n != step.member]
+            source.write_bootstrap(bootstrap([(n, peer_url(n)) for n in left], "existing"))
+            source.set_replicas(step.replicas)
+        elif step.action == "replicas":
+            source.set_replicas(step.replicas)
+        done.append({"action": step.action, "member": step.member, "reason": step.reason})
+        deadline, stuck_since = clock() + timeout, None
+        if step.action in ("add", "remove", "replicas"):
+            # the next decision must see this write: a read through a cache (ansible-operator's
+            # proxy, when the operator runs outside the cluster) can lag behind it
+            while int(((source.statefulset() or {}).get("spec") or {}).get("replicas") or 0) != step.replicas:
+                if clock() >= deadline:
+                    raise EtcdScaleStopped("EtcdNotReady", f"the StatefulSet does not show {step.replicas} replicas "
+                                           f"within {timeout:.0f} s", done)
+                sleep(poll)
+
+
+def prepare(source: ScaleSource, *, statefulset: str, desired: int, peer_url: Callable[[str], str]) -> int:
+    """Before the StatefulSet is applied: the replicas to apply it with, and the bootstrap values
+    in place. A new StatefulSet starts ``desired`` members as a new cluster; an existing one keeps
+    its replicas (only :func:`scale` moves them), and an install made before the bootstrap values
+    existed gets ``existing`` and its members (they have data and ignore them)."""
+    sts = source.statefulset()
+    if not sts:
+        members = [f"{statefulset}-{i}" for i in range(desired)]
+        source.write_bootstrap(bootstrap([(n, peer_url(n)) for n in members], "new"))
+        return desired
+    replicas = int((sts.get("spec") or {}).get("replicas") or 0)
+    members = [f"{statefulset}-{i}" for i in range(replicas)]
+    source.write_bootstrap(bootstrap([(n, peer_url(n)) for n in members], "existing"), only_if_missing=True)
+    return replicas
+
+
+class KubeScaleSource:
+    """:class:`ScaleSource` over a ``karmada_kube.Kube`` (the API server itself, not a cache)."""
+
+    def __init__(self, kube: Any, namespace: str, statefulset: str, selector: str, configmap: str,
+                 labels: Mapping[str, str] | None = None, owner: Mapping[str, Any] | None = None):
+        self.kube, self.namespace, self.name, self.selector = kube, namespace, statefulset, selector
+        self.configmap, self.labels, self.owner = configmap, dict(labels or {}), owner
+        self.wrote = False
+
+    def statefulset(self) -> dict[str, Any] | None:
+        return self.kube.get("apps/v1", "StatefulSet", self.name, self.namespace)
+
+    def pods(self) -> list[dict[str, Any]]:
+        return self.kube.list("v1", "Pod", self.namespace, label_selector=self.selector)
+
+    def set_replicas(self, replicas: int) -> None:
+        self.kube.merge_patch("apps/v1", "StatefulSet", self.name, {"spec": {"replicas": replicas}}, self.namespace)
+
+    def write_bootstrap(self, data: Mapping[str, str], only_if_missing: bool = False) -> bool:
+        current = self.kube.get("v1", "ConfigMap", self.configmap, self.namespace)
+        if current is not None and (only_if_missing or (current.get("data") or {}) == dict(data)):
+            return False
+        meta: dict[str, Any] = {"name": self.configmap, "namespace": self.namespace, "labels": self.labels}
+        if self.owner:
+            meta["ownerReferences"] = [owner_reference(dict(self.owner), block_owner_deletion=True)]
+        self.kube.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(data)})
+        self.wrote = True
+        return True
+
+    def claims(self, terminating: bool = False) -> list[str]:
+        """The members' claims (``terminating``: those being deleted too)."""
+        prefix = f"data-{self.name}-"
+        return sorted(c["metadata"]["name"] for c in self.kube.list("v1", "PersistentVolumeClaim", self.namespace,
+                                                                     label_selector=self.selector)
+                      if c["metadata"]["name"].startswith(prefix)
+                      and (terminating or not c["metadata"].get("deletionTimestamp")))
+
+    def delete_claim(self, name: str) -> None:
+        self.kube.delete("v1", "PersistentVolumeClaim", name, self.namespace)

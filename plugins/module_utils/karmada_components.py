@@ -296,6 +296,8 @@ ETCD_CLOSED_ARGS = {
     "peer-cert-file": "peer certificate the operator issues",
     "peer-key-file": "key of the peer certificate",
     "peer-trusted-ca-file": "CA that authenticates etcd peers",
+    "initial-cluster": "the operator sets it per member through the bootstrap ConfigMap (scaling)",
+    "initial-cluster-state": "the operator sets it per member through the bootstrap ConfigMap (scaling)",
 }
 
 

@@ -64,7 +64,8 @@ def _pod_ready(pod: dict[str, Any]) -> bool:
 
 def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
                 health: dict[str, Any] | None = None) -> dict[str, Any]:
-    """status.etcd: endpoints and members; member details from etcd_health when given.
+    """status.etcd: endpoints and members (those etcd reports when ``health`` lists them, else the
+    plan's); member details from etcd_health when given.
 
     Only what changes with a real event goes into status (not the database size, which moves
     with every write): a status write starts another reconcile.
@@ -73,7 +74,10 @@ def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
     members_health = {m.get("name"): m for m in (health or {}).get("members") or []}
     members = []
     pods_by_name = {p["metadata"]["name"]: p for p in pods}
-    for name in etcd.get("members") or []:
+    # the members etcd reports (a scale in progress has more or fewer than the plan's); the plan's
+    # when etcd could not be asked
+    names = sorted((n for n in members_health if n), key=lambda n: (len(n), n)) or list(etcd.get("members") or [])
+    for name in names:
         h = members_health.get(name) or {}
         entry: dict[str, Any] = {
             "name": name,

@@ -41,6 +41,8 @@ APISERVER_PORT = 5443
 # Inside karmada-apiserver (the Karmada "cluster"), not the host cluster.
 KARMADA_SERVICE_CIDR = "10.96.0.0/12"
 ETCD_PKI_DIR = f"{PKI_DIR}/etcd"
+# The largest local etcd (spec.etcd.local.replicas is 1, 3, 5 or 7).
+ETCD_MAX_MEMBERS = 7
 
 
 class PlanError(ValueError):
@@ -155,6 +157,7 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
         "apiserver": f"{name}-apiserver",
         "pkiSecret": f"{name}-pki",
         "etcdPkiSecret": f"{name}-etcd-pki",
+        "etcdBootstrap": f"{name}-etcd-bootstrap",
         "kubeconfigSecret": f"{name}-kubeconfigs",
         "adminKubeconfigSecret": f"{name}-admin-kubeconfig",
     }
@@ -272,6 +275,10 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
                                                                                         strict=True)),
         "endpoints": [f"https://{names['etcdClientService']}.{ns}.svc.{domain}:{ETCD_CLIENT_PORT}"],
         "memberEndpoints": [f"https://{d}:{ETCD_CLIENT_PORT}" for d in peer_dns],
+        # the client URLs of every member etcd can grow to (the rollout takes the first as many
+        # as the StatefulSet has while a scale is under way)
+        "allMemberEndpoints": [f"https://{sts}-{i}.{peer_svc}.{ns}.svc.{domain}:{ETCD_CLIENT_PORT}"
+                               for i in range(ETCD_MAX_MEMBERS)],
         "storage": {
             "type": storage.get("type") or "PersistentVolumeClaim",
             "size": str(storage.get("size") or "8Gi"),
@@ -491,9 +498,10 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
             "externalLoadBalancer": api.get("externalLoadBalancer") or {},
             "certSANs": list(api.get("certSANs") or []),
         },
+        # every member the cluster can grow to, so that scaling never re-issues (and rolls) them
         "etcd": {
-            "replicas": max(etcd.get("replicas", 0), 1),
-            "memberNames": etcd.get("members") or [f"{names['etcd']}-0"],
+            "replicas": ETCD_MAX_MEMBERS,
+            "memberNames": [f"{names['etcd']}-{i}" for i in range(ETCD_MAX_MEMBERS)],
             "headlessServiceName": names["etcdPeerService"],
             "clientServiceName": names["etcdClientService"],
         },

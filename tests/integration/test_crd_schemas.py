@@ -375,15 +375,16 @@ EXTERNAL_ETCD = {"external": {"endpoints": ["https://etcd.example:2379"], "tlsSe
 
 # (id, etcd at creation, change applied to the stored spec, substrings the user must see or None: accepted)
 UPDATES = [
-    ("etcd-replicas", None, lambda s: s["etcd"]["local"].update(replicas=5),
-     ["spec.etcd.local.replicas", "cannot change after creation", "--initial-cluster-state=new"]),
+    ("etcd-replicas-even", None, lambda s: s["etcd"]["local"].update(replicas=4),
+     ["spec.etcd.local.replicas", 'supported values: "1", "3", "5", "7"']),
     ("etcd-storage-type", None, lambda s: s["etcd"]["local"]["storage"].update(type="EmptyDir"),
      ["spec.etcd.local.storage.type", "cannot change after creation"]),
     ("etcd-local-to-external", None, lambda s: s.update(etcd=copy.deepcopy(EXTERNAL_ETCD)),
      ["spec.etcd", "spec.etcd.local and spec.etcd.external cannot be switched after creation"]),
     ("etcd-external-to-local", EXTERNAL_ETCD, lambda s: s.update(etcd={"local": {"replicas": 3}}),
      ["spec.etcd", "spec.etcd.local and spec.etcd.external cannot be switched after creation"]),
-    # what may still change
+    # what may still change (the operator scales etcd one member at a time)
+    ("etcd-replicas", None, lambda s: s["etcd"]["local"].update(replicas=5), None),
     ("etcd-resources-and-apiserver-replicas", None,
      lambda s: (s["etcd"]["local"].update(resources={"requests": {"cpu": "200m"}}), s["apiServer"].update(replicas=2)),
      None),

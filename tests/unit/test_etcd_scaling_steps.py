@@ -44,9 +44,9 @@ def test_scale_in_removes_the_highest_ordinal_first():
     (4, 3, health(3), "refuse", "1, 3, 5 or 7"),
     (5, 3, health(3, unhealthy=(0,)), "wait", "not adding a member while karmada-etcd-0 is unhealthy"),
     (5, 3, health(3, quorum=False), "wait", "no quorum"),
-    (5, 2, health(3), "wait", "the StatefulSet has 2 pods for 3 members"),
+    (5, 2, health(3), "replicas", "the StatefulSet has 2 pods for 3 members"),
     (3, 3, health(3), "done", "3 members, every one healthy"),
-    (5, 4, health(3, learner=2), "wait", "a learner that is not the newest pod"),
+    (5, 4, health(2, learner=3), "wait", "a learner that is not the newest pod"),
 ])
 def test_refusals_and_waits(desired, replicas, h, action, why):
     step = es.next_step(STS, desired, replicas, h, url)
@@ -56,3 +56,47 @@ def test_refusals_and_waits(desired, replicas, h, action, why):
 def test_a_down_member_at_the_highest_ordinal_may_go():
     """Removing the member that is down leaves only healthy members: allowed."""
     assert es.next_step(STS, 1, 3, health(3, unhealthy=(2,)), url).action == "remove"
+
+
+def test_a_learner_added_but_never_given_a_pod_is_added_again_with_its_pod():
+    """A pass that stopped between adding the learner and raising the StatefulSet: the add is
+    repeated (idempotent in etcd) and the StatefulSet raised, not waited for forever."""
+    step = es.next_step(STS, 3, 1, health(1, unstarted=True), url)
+    assert (step.action, step.member, step.replicas, step.in_flight) == ("add", f"{STS}-1", 2, True)
+    assert step.bootstrap["ETCD_INITIAL_CLUSTER"] == f"{STS}-0={url(STS + '-0')},{STS}-1={url(STS + '-1')}"
+    assert es.next_step(STS, 3, 2, health(1, unstarted=True), url).in_flight
+
+
+def test_a_removed_members_pod_still_asked_for_is_scaled_away_before_anything_else():
+    """A pass that stopped between removing the member and lowering the StatefulSet."""
+    for desired in (1, 3, 5):
+        step = es.next_step(STS, desired, 4, health(3), url)
+        assert (step.action, step.replicas, step.in_flight) == ("replicas", 3, True)
+
+
+def test_an_unhealthy_member_at_the_wanted_size_is_not_the_scalers_to_wait_for():
+    step = es.next_step(STS, 3, 3, health(3, unhealthy=(1,)), url)
+    assert step.action == "done" and "karmada-etcd-1 unhealthy" in step.reason
+
+
+def test_new_changes_are_not_in_flight_but_finishing_ones_are():
+    assert not es.next_step(STS, 5, 3, health(3), url).in_flight
+    assert not es.next_step(STS, 1, 3, health(3), url).in_flight
+    assert es.next_step(STS, 3, 2, health(1, learner=1), url).in_flight
+
+
+def test_a_stray_unstarted_member_with_another_peer_url_is_not_taken_for_the_joiner():
+    h = health(2)
+    h["members"].append({"name": "", "healthy": False, "learner": True, "reachable": False,
+                         "peer_urls": [url(f"{STS}-5")]})
+    assert "stray" in es.next_step(STS, 3, 2, h, url).reason
+
+
+@pytest.mark.parametrize("action, in_flight, refused", [
+    ("add", False, True), ("remove", False, True), ("add", True, False), ("promote", True, False),
+    ("replicas", True, False),
+])
+def test_hostpath_storage_refuses_new_members_and_removals(action, in_flight, refused):
+    step = es.ScaleStep(action, "why", in_flight=in_flight)
+    assert bool(es.storage_refusal(step, "HostPath")) == refused
+    assert es.storage_refusal(step, "PersistentVolumeClaim") == ""

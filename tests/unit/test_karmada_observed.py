@@ -35,16 +35,25 @@ def test_component_status_reads_the_digest_of_a_pinned_image():
     assert out["karmada-webhook"]["version"] == digest
 
 
-def test_etcd_status_uses_health_when_given_and_pod_readiness_otherwise():
+def test_etcd_status_lists_the_members_etcd_reports_and_the_plans_with_pod_readiness_otherwise():
     pods = [{"metadata": {"name": "karmada-etcd-0"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]
-    health = {"members": [{"name": "karmada-etcd-1", "healthy": True, "leader": True, "id": "8e9e05c52164694d",
-                           "db_size": 20480, "version": "3.6.6"}]}
+    # a scale under way: etcd has 4 members (the plan says 3), one of them a learner
+    health = {"members": [
+        {"name": "karmada-etcd-1", "healthy": True, "leader": True, "id": "8e9e05c52164694d", "db_size": 20480,
+         "version": "3.6.6"},
+        {"name": "karmada-etcd-0", "healthy": True}, {"name": "karmada-etcd-2", "healthy": False},
+        {"name": "karmada-etcd-3", "healthy": True, "learner": True}]}
     out = ko.etcd_status(pods, PLAN, health)
+    assert [m["name"] for m in out["members"]] == [f"karmada-etcd-{i}" for i in range(4)]
     members = {m["name"]: m for m in out["members"]}
-    assert members["karmada-etcd-0"]["healthy"] is True and members["karmada-etcd-0"]["leader"] is False
     assert members["karmada-etcd-1"] == {"name": "karmada-etcd-1", "healthy": True, "leader": True,
                                          "learner": False, "id": "8e9e05c52164694d", "version": "3.6.6"}
-    assert members["karmada-etcd-2"]["healthy"] is False
+    assert members["karmada-etcd-2"]["healthy"] is False and members["karmada-etcd-3"]["learner"] is True
+    # etcd could not be asked: the plan's members, healthy as their pods are Ready
+    out = ko.etcd_status(pods, PLAN, {})
+    members = {m["name"]: m for m in out["members"]}
+    assert sorted(members) == [f"karmada-etcd-{i}" for i in range(3)]
+    assert members["karmada-etcd-0"]["healthy"] is True and members["karmada-etcd-1"]["healthy"] is False
 
 
 def test_failure_message_names_the_failed_loop_items_and_what_the_wait_saw():

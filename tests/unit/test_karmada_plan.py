@@ -158,7 +158,10 @@ def test_pki_input_is_accepted_by_the_pki_module():
         "namespace": params["namespace"], "name": params["name"], "clusterDomain": params["cluster_domain"],
         "etcd": params["etcd"], "apiServer": params["api_server"], "certificates": params["certificates"],
         "servingServices": params["serving_services"], "components": params["components"]})
-    assert spec.etcd_members == tuple(plan["etcd"]["members"])
+    # every member etcd can grow to, so scaling never re-issues the etcd certificates
+    assert plan["etcd"]["members"] == ["karmada-etcd-0", "karmada-etcd-1", "karmada-etcd-2"]
+    assert spec.etcd_members == tuple(f"karmada-etcd-{i}" for i in range(7))
+    assert plan["etcd"]["allMemberEndpoints"][:3] == plan["etcd"]["memberEndpoints"]
     assert spec.admin_server_url == plan["endpoints"]["kubeconfigServer"]
     assert spec.component_server_url == plan["endpoints"]["inCluster"]
     assert "karmada-descheduler" not in spec.components

@@ -1,0 +1,228 @@
+#!/usr/bin/python
+"""Scale the local etcd one member at a time, through learners (module_utils/etcd_scaling.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: etcd_scale
+short_description: Move the local etcd StatefulSet to a member count one member at a time
+description:
+  - C(phase=prepare) (before the StatefulSet is applied) returns the C(replicas) to apply it with (the
+    wanted count for a new StatefulSet, else the StatefulSet's own) and writes the bootstrap ConfigMap
+    (C(ETCD_INITIAL_CLUSTER_STATE), C(ETCD_INITIAL_CLUSTER)) its pods read through C(envFrom).
+  - C(phase=scale) moves etcd towards I(replicas) members, one step at a time, each from a fresh
+    read of the StatefulSet, its pods and etcd. Out, a joiner is added as a learner (a leftover claim
+    of its ordinal deleted first), the StatefulSet raised by one, the learner promoted once caught up.
+    In, the member with the highest ordinal leaves etcd first (a leader hands over), then the
+    StatefulSet is lowered; its claim follows I(delete_claims).
+  - C(phase=settle) only finishes a step begun before (a joiner, replicas that do not match the
+    members) and returns as soon as a new change or a wait for health would begin.
+  - Refusals (a size other than 1, 3, 5, 7; removing a member while another is unhealthy; HostPath
+    storage) fail with C(reason) EtcdScaleRefused having changed nothing; a wait longer than
+    I(timeout) fails with C(reason) EtcdNotReady.
+options:
+  phase:
+    description: prepare, settle or scale.
+    type: str
+    choices: [prepare, settle, scale]
+    default: scale
+  namespace:
+    description: Namespace of the StatefulSet.
+    type: str
+    required: true
+  statefulset:
+    description: Name of the etcd StatefulSet; its pods C(<statefulset>-<ordinal>) are the etcd members.
+    type: str
+    required: true
+  selector:
+    description: Label selector of its pods and claims.
+    type: str
+    required: true
+  replicas:
+    description: Members wanted (1, 3, 5 or 7).
+    type: int
+    required: true
+  member_domain:
+    description: Domain of the members' names (C(<peer service>.<namespace>.svc.<cluster domain>)).
+    type: str
+    required: true
+  bootstrap_configmap:
+    description: Name of the ConfigMap the etcd pods read C(ETCD_INITIAL_CLUSTER*) from.
+    type: str
+    required: true
+  labels:
+    description: Labels of the ConfigMap.
+    type: dict
+    default: {}
+  storage_type:
+    description: spec.etcd.local.storage.type (PersistentVolumeClaim, EmptyDir, HostPath).
+    type: str
+    default: PersistentVolumeClaim
+  delete_claims:
+    description: Delete a removed member's claim once its pod is gone (deletionPolicy Delete).
+    type: bool
+    default: true
+  tls:
+    description: PEM of C(ca.crt) (the etcd CA), C(tls.crt) and C(tls.key) (a client certificate it signed).
+    type: dict
+  timeout:
+    description: Seconds each step may wait (a joiner to start and catch up, a claim to go).
+    type: int
+    default: 600
+  poll:
+    description: Seconds between two reads.
+    type: int
+    default: 2
+  stuck_after:
+    description: Seconds pods may stay in a state that waiting does not clear before the task fails.
+    type: int
+    default: 60
+  owner:
+    description: The object the Events are about and the ConfigMap's owner.
+    type: dict
+  kubeconfig:
+    description: Path of a kubeconfig (default as k8s_status).
+    type: path
+author: Karmada-Operator developers
+"""
+
+EXAMPLES = r"""
+- name: Scale etcd to 5 members
+  etcd_scale:
+    namespace: karmada-system
+    statefulset: karmada-etcd
+    selector: app.kubernetes.io/name=etcd,app.kubernetes.io/instance=karmada
+    replicas: 5
+    member_domain: karmada-etcd.karmada-system.svc.cluster.local
+    bootstrap_configmap: karmada-etcd-bootstrap
+    tls: {ca.crt: "...", tls.crt: "...", tls.key: "..."}
+    owner: "{{ karmada_deployment_cr }}"
+"""
+
+RETURN = r"""
+replicas:
+  description: prepare, the replicas to apply the StatefulSet with; else the StatefulSet's replicas at the end.
+  returned: success
+  type: int
+members:
+  description: The etcd members at the end (names, in ordinal order).
+  returned: success
+  type: list
+steps:
+  description: The steps carried out (action, member, reason).
+  returned: always
+  type: list
+deferred:
+  description: settle, why it returned before the wanted count.
+  returned: success
+  type: str
+reason:
+  description: On failure, EtcdScaleRefused or EtcdNotReady.
+  returned: failure
+  type: str
+"""
+
+import os  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.cr_pass import event_object  # noqa: E402
+from ansible.module_utils.etcd_gateway import EtcdClient, EtcdError  # noqa: E402
+from ansible.module_utils.etcd_rollout import resolve_map  # noqa: E402
+from ansible.module_utils.etcd_scaling import EtcdScaleStopped, KubeScaleSource, prepare, scale  # noqa: E402
+from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
+
+EVENT_REASONS = {"add": "EtcdMemberAdded", "promote": "EtcdMemberPromoted", "remove": "EtcdMemberRemoved",
+                 "replicas": "EtcdReplicasCorrected"}
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "phase": {"type": "str", "choices": ["prepare", "settle", "scale"], "default": "scale"},
+            "namespace": {"type": "str", "required": True},
+            "statefulset": {"type": "str", "required": True},
+            "selector": {"type": "str", "required": True},
+            "replicas": {"type": "int", "required": True},
+            "member_domain": {"type": "str", "required": True},
+            "bootstrap_configmap": {"type": "str", "required": True},
+            "labels": {"type": "dict", "default": {}},
+            "storage_type": {"type": "str", "default": "PersistentVolumeClaim"},
+            "delete_claims": {"type": "bool", "default": True},
+            "tls": {"type": "dict", "no_log": True},
+            "timeout": {"type": "int", "default": 600},
+            "poll": {"type": "int", "default": 2},
+            "stuck_after": {"type": "int", "default": 60},
+            "owner": {"type": "dict"},
+            "kubeconfig": {"type": "path"},
+        },
+        supports_check_mode=False,
+    )
+    p = module.params
+    owner = p["owner"]
+    domain = p["member_domain"]
+
+    def peer_url(name: str) -> str:
+        return f"https://{name}.{domain}:2380"
+
+    try:
+        kube = Kube.default(p["kubeconfig"])
+        live = Kube.default(p["kubeconfig"], in_cluster_first=True)
+    except KubeConfigError as exc:
+        module.fail_json(msg=str(exc))
+    with kube, live:
+        source = KubeScaleSource(live, p["namespace"], p["statefulset"], p["selector"], p["bootstrap_configmap"],
+                                 p["labels"], owner)
+        if p["phase"] == "prepare":
+            try:
+                replicas = prepare(source, statefulset=p["statefulset"], desired=p["replicas"], peer_url=peer_url)
+            except KubeError as exc:
+                module.fail_json(msg=f"{exc.status} {exc.reason}: {exc.message}")
+            module.exit_json(changed=source.wrote, replicas=replicas, steps=[])
+        missing = [k for k in ("ca.crt", "tls.crt", "tls.key") if not (p["tls"] or {}).get(k)]
+        if missing:
+            module.fail_json(msg=f"tls: {', '.join(missing)} missing")
+        certs = tempfile.mkdtemp(prefix="etcd-scale-")  # 0700
+        try:
+            files = {}
+            for key in ("ca.crt", "tls.crt", "tls.key"):
+                files[key] = os.path.join(certs, key)
+                with open(os.open(files[key], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+                    out.write(p["tls"][key])
+
+            def etcd_for(pods):
+                names = sorted(n for n, pod in pods.items() if pod.ip and not pod.terminating) or [
+                    f"{p['statefulset']}-0"]
+                return EtcdClient([f"https://{n}.{domain}:2379" for n in names], cert=files["tls.crt"],
+                                  key=files["tls.key"], ca=files["ca.crt"], timeout=5.0,
+                                  resolve=resolve_map(pods, domain))
+
+            def tell(step) -> None:
+                if owner:
+                    kube.create(event_object(owner, {"type": "Normal", "reason": EVENT_REASONS[step.action],
+                                                     "message": f"etcd scaling to {p['replicas']} members: "
+                                                                f"{step.reason}"}, datetime.now(UTC)))
+
+            try:
+                result = scale(source, etcd_for, statefulset=p["statefulset"], desired=p["replicas"],
+                               peer_url=peer_url, timeout=float(p["timeout"]), start=p["phase"] == "scale",
+                               storage_type=p["storage_type"], delete_claims=p["delete_claims"],
+                               poll=float(p["poll"]), stuck_after=float(p["stuck_after"]), on_step=tell)
+            except EtcdScaleStopped as exc:
+                if owner:
+                    kube.create(event_object(owner, {"type": "Warning", "reason": exc.reason,
+                                                     "message": str(exc)}, datetime.now(UTC)))
+                module.fail_json(msg=str(exc), reason=exc.reason, step_reason=exc.reason, steps=exc.done,
+                                 changed=bool(exc.done))
+            except (KubeError, EtcdError) as exc:
+                module.fail_json(msg=f"etcd scaling stopped: {exc}", reason="EtcdNotReady")
+        finally:
+            shutil.rmtree(certs, ignore_errors=True)
+    module.exit_json(**result.as_dict())
+
+
+if __name__ == "__main__":
+    main()
