@@ -748,6 +748,17 @@ def karmada_deployment_status() -> Schema:
             "readyMembers": s("Ready members / members in spec, e.g. 2/3."),
             "controlPlaneHash": s("Hash of the control-plane plan the last full reconcile converged to; a spec "
                                   "edit that keeps it goes straight to the member plays.", maxLength=64),
+            "converged": obj("What the last full pass that left everything Ready converged; a reconcile that "
+                             "finds all of it unchanged ends early (docs/performance.md).", {
+                "fingerprint": s("Digest of the generation, spec, operator.karmada.io/ annotations, the operator's "
+                                 "build and every object it owns (uid and content).", maxLength=64),
+                "generation": s("Generation of that pass.", "integer", format="int64"),
+                "at": s("When that pass ended.", format="date-time"),
+                "renewAt": s("When the soonest certificate enters its renewal window (a full pass runs then).",
+                             format="date-time"),
+                "server": s("The URL the operator reached karmada-apiserver at."),
+                "tlsServerName": s("The name it checked karmada-apiserver's serving certificate for."),
+            }),
         },
     )
 

@@ -19,6 +19,7 @@ if _MODULE_UTILS not in sys.path:
 import karmada_upgrade  # noqa: E402
 from etcd_restore import restore_gate  # noqa: E402
 from karmada_cert_rollout import apiserver_pki_hash  # noqa: E402
+from karmada_converged import build_id  # noqa: E402
 from karmada_kubeconfig import with_server  # noqa: E402
 from karmada_members import members_status  # noqa: E402
 from karmada_observed import (  # noqa: E402
@@ -77,6 +78,8 @@ class FilterModule:
     def filters(self):
         return {
             "karmada_kubeconfig_server": kubeconfig_with_server,
+            # the operator's code under a directory (the parent of playbooks/): a new build runs a full pass
+            "karmada_build_id": lambda root: build_id(str(root)),
             "karmada_config_hash": config_hash,
             "karmada_mounts_hash": secret_mounts_hash,
             "karmada_apiserver_pki_hash": lambda live, wanted, spec_hash: apiserver_pki_hash(

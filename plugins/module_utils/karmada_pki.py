@@ -265,6 +265,11 @@ def _validity(certs: Mapping[str, Any]) -> tuple[dt.timedelta, dt.timedelta, dt.
     return ca, leaf, renew
 
 
+def renewal_window(certs: Mapping[str, Any]) -> dt.timedelta:
+    """How long before its notAfter a certificate is renewed (spec.certificates)."""
+    return _validity(certs)[2]
+
+
 def _etcd_members(etcd: Mapping[str, Any], name: str) -> tuple[str, ...]:
     replicas = _positive_int(_get(etcd, "replicas", 1), "etcd.replicas")
     sts = validate_dns_name(_get(etcd, "statefulSetName", f"{name}-etcd"), "etcd.statefulSetName")

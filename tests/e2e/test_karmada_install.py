@@ -203,18 +203,39 @@ def test_admin_kubeconfig_goes_through_the_external_balancer(install):
         proxy.stop()
 
 
+def pod_uids(host: HostCluster) -> dict[str, str]:
+    """Every pod of the control plane (components and etcd), name -> uid."""
+    pods = host.get("pods", "-n", NS, "-l", "app.kubernetes.io/instance=karmada")["items"]
+    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+
+
 def test_second_reconcile_changes_nothing(install):
+    """Both ways a reconcile with nothing to do can go: the fast path (a dependent object
+    touched: the run ends after one check) and the full pass (asked for by annotation: every
+    step runs). Neither changes a task, and no pod of the control plane is replaced."""
     host, operator = install["host"], install["operator"]
     # Let reconciles started by the earlier tests' changes settle first.
     time.sleep(20)
+    uids = pod_uids(host)
     before = {d.name for d in runs()}
-    # The runtime ignores annotation changes on the CR itself; touching an object it owns
-    # (watchDependentResources) starts a reconcile.
+    # The runtime starts a reconcile when an object it owns changes (watchDependentResources).
     host.kubectl("annotate", "service", "karmada-apiserver", "-n", NS, f"e2e/touch={time.time()}", "--overwrite")
     new = wait_for(lambda: [d for d in runs() if d.name not in before], 600, "a new reconcile run", operator)
-    stats = recap(new[-1])
-    print(f"\nno-op reconcile: {stats}")
+    stats, fast = recap(new[-1]), karmada_e2e.fast_path(new[-1])
+    print(f"\nno-op reconcile (a Service touched): {stats}, fast path: {fast}")
     assert stats["changed"] == 0 and stats["failed"] == 0, stats
+    assert fast["converged"] is True, fast
+
+    # operator.karmada.io/full-pass asks for the full pass (annotation changes start a reconcile)
+    before = {d.name for d in runs()}
+    host.kubectl("annotate", "karmadadeployment", "karmada", "-n", NS, f"operator.karmada.io/full-pass={time.time()}",
+                 "--overwrite")
+    new = wait_for(lambda: [d for d in runs() if d.name not in before], 600, "a new reconcile run", operator)
+    stats, fast = recap(new[-1]), karmada_e2e.fast_path(new[-1])
+    print(f"no-op reconcile (full pass asked for): {stats}, fast path: {fast}")
+    assert fast["converged"] is False and "changed" in fast["reason"], fast
+    assert stats["changed"] == 0 and stats["failed"] == 0 and stats["ok"] > 50, stats
+    assert pod_uids(host) == uids
 
 
 def test_deleted_objects_come_back(install):

@@ -128,8 +128,10 @@ def test_three_members_join_and_turn_ready(fleet: Deployment):
 def test_second_reconcile_changes_nothing_on_any_member(fleet: Deployment):
     time.sleep(15)  # let runs started by the join settle
     before = {d.name for d in fleet.runs()}
-    fleet.host.kubectl("annotate", "service", f"{NAME}-apiserver", "-n", NS, f"e2e/touch={time.time()}",
-                       "--overwrite")
+    # a full pass (operator.karmada.io/full-pass; touching an owned object would take the fast
+    # path, which runs no member play): every member play runs and changes nothing
+    fleet.host.kubectl("annotate", "karmadadeployment", NAME, "-n", NS,
+                       f"operator.karmada.io/full-pass={time.time()}", "--overwrite")
     new = fleet.wait_for(lambda: [d for d in fleet.runs() if d.name not in before], 600, "a new reconcile run")
     stats = recaps(new[-1])
     print(f"\nno-op reconcile with 3 members: {stats}")

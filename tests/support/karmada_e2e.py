@@ -8,6 +8,7 @@ ansible-operator (``OperatorProcess``); the helpers read its object, its reconci
 from __future__ import annotations
 
 import base64
+import json
 import re
 import subprocess
 from collections.abc import Sequence
@@ -88,6 +89,17 @@ def recap_of(stdout: str, host: str = "localhost") -> dict[str, int]:
     text = re.sub(r"\x1b\[[0-9;]*m", "", stdout)
     line = [raw for raw in text.splitlines() if raw.startswith(host + " ") and "changed=" in raw][-1]
     return {k: int(v) for k, v in (item.split("=") for item in line.split(":", 1)[1].split())}
+
+
+def fast_path(run: Path) -> dict:
+    """What a finished run's fast-path check answered ({converged, reason}; {} when it did not run)."""
+    for event in (run / "job_events").glob("*.json"):
+        doc = json.loads(event.read_text())
+        data = doc.get("event_data") or {}
+        if doc.get("event") == "runner_on_ok" and data.get("task", "").startswith("Nothing changed since the last"):
+            res = data.get("res") or {}
+            return {"converged": res.get("converged"), "reason": res.get("reason")}
+    return {}
 
 
 def recaps(run: Path) -> dict[str, dict[str, int]]:
