@@ -138,6 +138,19 @@ def test_second_reconcile_changes_nothing_on_any_member(fleet: Deployment):
     assert set(stats) == {"localhost", f"{NS}/{NAME}/member1", f"{NS}/{NAME}/member2", f"{NS}/{NAME}/member3"}
     for host, counters in stats.items():
         assert counters["changed"] == 0 and counters["failed"] == 0, (host, counters)
+    assert karmada_e2e.fast_path(new[-1])["converged"] is False
+
+    # The fast path: an owned object touched, the run ends after its check, which read every
+    # member's Cluster Ready through karmada-apiserver.
+    time.sleep(5)
+    before = {d.name for d in fleet.runs()}
+    fleet.host.kubectl("annotate", "service", f"{NAME}-apiserver", "-n", NS, f"e2e/touch={time.time()}",
+                       "--overwrite")
+    new = fleet.wait_for(lambda: [d for d in fleet.runs() if d.name not in before], 600, "a new reconcile run")
+    fast = karmada_e2e.fast_path(new[-1])
+    print(f"fast path with 3 members: {recaps(new[-1])}, {fast}")
+    assert fast["converged"] is True, fast
+    assert all(c["changed"] == 0 and c["failed"] == 0 for c in recaps(new[-1]).values())
 
 
 def bookinfo_absent(member: MemberCluster) -> bool:
