@@ -11,17 +11,19 @@ or ConfigMap's data) and uid (a deleted object comes back with another). The nex
 compares; it ends at once, writing nothing, only when:
 
 * the fingerprint is the same (no spec change, no object edited, deleted or added);
-* status says Ready at this generation, and MembersReady when there are members;
+* status says Ready at this generation;
 * every Deployment and StatefulSet has all its replicas ready on its current generation;
 * no certificate has entered its renewal window (``renewAt``, the soonest one);
 * the last full pass is younger than ``full_pass_every`` (objects inside karmada-apiserver,
   such as CRDs and APIServices, and what the operator does not own, are checked only by a
   full pass);
-* every member's Cluster in karmada-apiserver is Ready (read through karmada-apiserver).
+* with members: MembersReady, and every member's Cluster Ready (read through karmada-apiserver).
 
-Anything else runs the full pass, which repairs and reports. The annotation
-``operator.karmada.io/full-pass`` (any value, e.g. the time) asks for a full pass now: it is part
-of the fingerprint, and annotation changes start a reconcile.
+When all but the last hold (a member not Ready yet: a join being retried), the control plane is
+as the last full pass left it (``control_plane``): the run skips the control-plane steps and
+goes to the member plays. Anything else runs the full pass, which repairs and reports. The
+annotation ``operator.karmada.io/full-pass`` (any value, e.g. the time) asks for a full pass
+now: it is part of the fingerprint, and annotation changes start a reconcile.
 """
 
 from __future__ import annotations
@@ -135,6 +137,9 @@ def member_names(cr: Mapping[str, Any]) -> list[str]:
 class Decision:
     converged: bool
     reason: str
+    # The control plane is as the last full pass left it; only the members need work (a run
+    # retrying a member that is not Ready yet goes straight to the member plays).
+    control_plane: bool = False
 
 
 def decide(cr: Mapping[str, Any], objects: list[Mapping[str, Any]], build: str, now: dt.datetime,
@@ -151,8 +156,6 @@ def decide(cr: Mapping[str, Any], objects: list[Mapping[str, Any]], build: str, 
     ready = _condition(cr, "Ready")
     if ready.get("status") != "True":
         return Decision(False, f"Ready is {ready.get('status') or 'not set'} ({ready.get('reason') or 'no reason'})")
-    if member_names(cr) and _condition(cr, "MembersReady").get("status") != "True":
-        return Decision(False, "MembersReady is not True")
     at = _time(record.get("at") or "")
     if at is None or (now - at).total_seconds() >= full_pass_every:
         return Decision(False, f"the last full pass is older than {full_pass_every:.0f} s")
@@ -164,7 +167,9 @@ def decide(cr: Mapping[str, Any], objects: list[Mapping[str, Any]], build: str, 
     waiting = not_ready_workloads(objects)
     if waiting:
         return Decision(False, f"not every replica ready: {', '.join(waiting)}")
-    return Decision(True, f"nothing changed since the full pass at {record.get('at')}")
+    if member_names(cr) and _condition(cr, "MembersReady").get("status") != "True":
+        return Decision(False, "MembersReady is not True", control_plane=True)
+    return Decision(True, f"nothing changed since the full pass at {record.get('at')}", control_plane=True)
 
 
 def unready_members(cr: Mapping[str, Any], clusters: Iterable[Mapping[str, Any]]) -> list[str]:

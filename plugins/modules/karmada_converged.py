@@ -67,6 +67,10 @@ converged:
   description: (check) True when the run may end now.
   returned: always
   type: bool
+control_plane:
+  description: (check) True when the control plane is as the last full pass left it (only members may need work).
+  returned: when mode is check
+  type: bool
 reason:
   description: Why (check), or what was recorded (record).
   returned: always
@@ -143,7 +147,7 @@ def main() -> None:
                 if decision.converged and p["admin_kubeconfig_secret"] and (cr.get("spec") or {}).get("members"):
                     reason = members_check(kube, cr, p["admin_kubeconfig_secret"]) or reason
                 module.exit_json(changed=False, converged=decision.converged and reason == decision.reason,
-                                 reason=reason)
+                                 control_plane=decision.control_plane, reason=reason)
             try:
                 window = renewal_window((cr.get("spec") or {}).get("certificates") or {})
             except PkiInputError as exc:

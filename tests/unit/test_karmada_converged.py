@@ -127,7 +127,6 @@ def test_a_new_operator_build_runs_the_full_pass():
     (lambda s: s.update(observedGeneration=3), "generation 4 not reconciled"),
     (lambda s: s["conditions"].__setitem__(0, {"type": "Ready", "status": "False", "reason": "RolloutStopped"}),
      "Ready is False (RolloutStopped)"),
-    (lambda s: s["conditions"].pop(1), "MembersReady is not True"),
     (lambda s: s.pop("converged"), "no full pass recorded"),
 ])
 def test_a_plane_not_ready_at_this_generation_runs_the_full_pass(status_change, why):
@@ -190,3 +189,15 @@ def test_the_build_id_follows_the_operators_code(tmp_path):
     assert kc.build_id(str(tmp_path)) == first
     (tmp_path / "roles" / "r" / "tasks" / "main.yml").write_text("- debug: {msg: new}\n")
     assert kc.build_id(str(tmp_path)) != first
+
+
+def test_members_not_ready_leave_the_control_plane_converged():
+    obj = recorded()
+    obj["status"]["conditions"][1] = {"type": "MembersReady", "status": "False", "reason": "MembersNotReady"}
+    decision = kc.decide(obj, objects(), BUILD, NOW, 3600)
+    assert decision == kc.Decision(False, "MembersReady is not True", control_plane=True)
+    # but not when anything of the control plane changed too
+    objs = objects()
+    objs[1]["metadata"]["uid"] = "another"
+    assert kc.decide(obj, objs, BUILD, NOW, 3600).control_plane is False
+    assert kc.decide(recorded(), objects(), BUILD, NOW, 3600).control_plane is True
