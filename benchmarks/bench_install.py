@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import karmada_operator_baseline as baseline  # noqa: E402
 
 from support.karmada_crds_server import karmada_version, serve  # noqa: E402
+from support.memory import MemoryWatch  # noqa: E402
 from support.operator_runtime import OperatorProcess  # noqa: E402
 from support.testenv import HACK, host_handle, settings  # noqa: E402
 
@@ -232,14 +233,18 @@ def bench_ours(host, crds, work: Path, ns: str = NS_OURS, etcd_replicas: int = 3
         sample["spec"].pop("members", None)  # member join is issue 7
         sample["spec"]["etcd"]["local"]["replicas"] = etcd_replicas
         start = time.monotonic()
+        memory = MemoryWatch(operator.proc.pid)
         host.kubectl("apply", "-f", "-", input=yaml.safe_dump(sample))
         obj, why = wait_ready(host, "karmadadeployment", ns)
+        peak = memory.finish()
         if obj is None:
             return None, f"{why}; operator log {operator.log_path}"
         ready = time.monotonic() - start
         members = len(obj["status"].get("etcd", {}).get("members", []))
         say(f"  ours ({ns}): Ready in {ready:.1f} s, {members} etcd member(s), "
             f"components {' '.join(sorted(c['name'] for c in obj['status'].get('components', [])))}")
+        say(f"  ours ({ns}): operator peak memory during the install {peak:.0f} MiB (PSS of ansible-operator and "
+            f"every process it started, sampled each second)")
         if measure_noop:
             noop(host, operator, ns)
         return ready, ""
@@ -267,10 +272,12 @@ def noop_run(host, operator: OperatorProcess, ns: str, label: str, trigger: list
         return
     before = set(runs(ns))
     start = time.monotonic()
+    memory = MemoryWatch(operator.proc.pid)
     host.kubectl(*trigger)
     new = baseline.wait_until(
         lambda: [r for n, r in runs(ns).items() if n not in before and (r / "status").exists()], 600, 0.5)
     wall = time.monotonic() - start
+    peak = memory.finish()
     if not new:
         say(f"no-op reconcile ours ({label}): not measured (no finished run within 600 s of {' '.join(trigger[:3])}; "
             f"log {operator.log_path})")
@@ -284,7 +291,8 @@ def noop_run(host, operator: OperatorProcess, ns: str, label: str, trigger: list
             f"{wall:.1f} s")
         return
     say(f"no-op reconcile ours ({label}): {seconds:.1f} s (ansible-runner run {run.name}, first to last job event; "
-        f"{status}, changed={stats.get('changed')} ok={stats.get('ok')}; trigger to run finished: {wall:.1f} s)")
+        f"{status}, changed={stats.get('changed')} ok={stats.get('ok')}; trigger to run finished: {wall:.1f} s; "
+        f"operator peak memory {peak:.0f} MiB)")
     for secs, task in task_times(run):
         say(f"  no-op top task {secs:6.2f} s  {task[:110]}")
 

@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support import karmada_e2e  # noqa: E402
 from support.karmada_crds_server import serve  # noqa: E402
+from support.memory import MemoryWatch  # noqa: E402
 from support.operator_runtime import OperatorProcess  # noqa: E402
 from support.testenv import HACK, host_handle, member_handles, settings  # noqa: E402
 from support.waiting import condition, crds_established  # noqa: E402
@@ -111,7 +112,7 @@ def set_members(fleet: karmada_e2e.Deployment, members: list[dict]) -> None:
 PLAY: dict[str, float] = {}  # the member play's own duration in the measured run
 
 
-def bench_ours(fleet: karmada_e2e.Deployment, members) -> tuple[float | None, str]:
+def bench_ours(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess) -> tuple[float | None, str]:
     spec = [{"name": m.name, "kubeconfigSecretRef": {"name": m.secret_name}, "syncMode": "Push"} for m in members]
     # Start from a settled operator: no run in progress (the install's last run still
     # writing status would pick the edit up half-way).
@@ -119,11 +120,14 @@ def bench_ours(fleet: karmada_e2e.Deployment, members) -> tuple[float | None, st
         return None, "reconcile runs did not settle within 600 s after Ready"
     before = {r.name for r in fleet.runs()}
     start = time.monotonic()
+    memory = MemoryWatch(operator.proc.pid)
     set_members(fleet, spec)
     if not wait_until(lambda: members_joined(fleet, len(members)), TIMEOUT, 0.5):
+        memory.finish()
         return None, f"not all joined after {TIMEOUT:.0f} s: {fleet.get().get('status', {}).get('readyMembers')}"
     elapsed = time.monotonic() - start
     wait_until(lambda: quiet(fleet, 2), 300, 1)  # the run ends after writing status (not timed)
+    PLAY["memory"] = memory.finish()
     new = [r for r in fleet.runs() if r.name not in before]
     plays = [s for s in (member_play_seconds(r) for r in new) if s is not None]
     if plays:
@@ -199,8 +203,11 @@ def main() -> int:
             return 0
         say(f"{N} kwok member clusters (1 node each), Karmada {cr['spec']['karmadaVersion']} from our operator; "
             f"logs in {work}")
-        ours = bench_ours(fleet, members)
+        ours = bench_ours(fleet, members, operator)
         say(f"join {N} members  karmada-operator (ours, one spec patch): {figure(ours)}")
+        if "memory" in PLAY:
+            say(f"join {N} members  operator peak memory {PLAY['memory']:.0f} MiB (PSS of ansible-operator and every "
+                f"process it started, sampled each second, patch to the last run's end)")
         set_members(fleet, [])
         if not wait_until(lambda: not fleet.get().get("status", {}).get("members") and not cluster_names(fleet),
                           TIMEOUT, 1):
