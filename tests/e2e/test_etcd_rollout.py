@@ -90,7 +90,7 @@ def fleet(host_cluster: HostCluster, bin_path, tmp_path_factory):
         print(f"\napply-to-Ready with 3 etcd members: {time.monotonic() - start:.0f}s")
         yield fleet
     finally:
-        host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
+        karmada_e2e.delete_karmada(host_cluster, NS, NAME)
         operator.stop()
         crds.stop()
 

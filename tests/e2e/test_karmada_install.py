@@ -114,7 +114,7 @@ def install(host_cluster: HostCluster, bin_path, tmp_path_factory):
     yield state
     # Whatever a test left behind (normally removed by the deletion test), while the operator
     # still runs to finalize it.
-    host_cluster.kubectl("delete", "karmadadeployment", "--all", "-n", NS, "--timeout=300s", check=False)
+    karmada_e2e.delete_karmada(host_cluster, NS)
     operator.stop()
     crds.stop()
 

@@ -94,7 +94,7 @@ def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_p
     fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 1500, "Ready with 3 members joined")
     print(f"\napply-to-3-members-joined: {time.monotonic() - start:.0f}s")
     yield fleet
-    host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
+    karmada_e2e.delete_karmada(host_cluster, NS, NAME)
     operator.stop()
     crds.stop()
 

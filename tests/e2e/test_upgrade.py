@@ -184,7 +184,7 @@ def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_p
         host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
     yield fleet
     host_cluster.kubectl("delete", "etcdbackups", "--all", "-n", NS, "--timeout=120s", check=False)
-    host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
+    karmada_e2e.delete_karmada(host_cluster, NS, NAME)
     operator.stop()
     for server in crds.values():
         server.stop()

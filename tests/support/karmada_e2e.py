@@ -11,6 +11,7 @@ import base64
 import json
 import re
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,22 @@ def recaps(run: Path) -> dict[str, dict[str, int]]:
         name, counters = raw.split(" : ", 1) if " : " in raw else raw.split(":", 1)
         out[name.strip()] = {k: int(v) for k, v in (item.split("=") for item in counters.split())}
     return out
+
+
+def delete_karmada(host: HostCluster, namespace: str, name: str = "", timeout: float = 900) -> bool:
+    """Delete one KarmadaDeployment (every one in ``namespace`` without ``name``) and wait while
+    the operator, which must still run, finalizes it: the members' unjoin comes first and can
+    outlast kubectl's own 120 seconds. True when it is gone."""
+    target = [name] if name else ["--all"]
+    host.kubectl("delete", "karmadadeployment", *target, "-n", namespace, "--wait=false", check=False)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = host.kubectl("get", "karmadadeployment", *([name] if name else []), "-n", namespace, "-o", "name",
+                           check=False)
+        if (out.returncode != 0 and "NotFound" in out.stderr) or (out.returncode == 0 and not out.stdout.strip()):
+            return True
+        time.sleep(3)
+    return False
 
 
 def operator_kubeconfig(host: HostCluster, work: Path) -> Path:
