@@ -50,9 +50,13 @@ except ImportError:  # as plain Python (tests)
     from etcd_cluster_health import quorum  # type: ignore[no-redef]
     from etcd_membership import ensure_member_absent, ensure_member_present  # type: ignore[no-redef]
     from etcd_replacement import (  # type: ignore[no-redef]
+        LAST_REPLACEMENT_ANNOTATION,
+        RECORDS_ANNOTATION,
         Volume,
         assess,
+        dump_records,
         member_volumes,
+        parse_records,
         updated_records,
     )
     from etcd_rollout import MemberPod, member_pods, read_health  # type: ignore[no-redef]
