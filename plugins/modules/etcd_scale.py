@@ -17,7 +17,7 @@ description:
     In, the member with the highest ordinal leaves etcd first (a leader hands over), then the
     StatefulSet is lowered; its claim follows I(delete_claims).
   - Both C(scale) and C(settle) first replace a member that lost its data (its claim was replaced,
-    or etcd exits saying its data is lost or corrupt; module_utils/etcd_replacement.py): it leaves
+    or etcd exits saying its data is lost or corrupt; module_utils/etcd_replacement.py). It leaves
     etcd through a healthy member, its claim and pod are deleted, and it rejoins empty as a learner
     under its own name, promoted once caught up; one member at a time. Events
     C(EtcdMemberReplacing) when it begins, C(EtcdMemberReplaced) when it is promoted again.
