@@ -282,7 +282,7 @@ def test_a_lost_member_is_replaced(fleet: Deployment):
     # the operator has recorded each member's ID and claim (what a replaced claim is told from)
     fleet.wait_for(lambda: etcd_pods_ready(host) and len(json.loads(
         (host.get("configmap", f"{NAME}-etcd-bootstrap", "-n", NS)["metadata"].get("annotations") or {}).get(
-            "operator.karmada.io/etcd-member-volumes", "{}"))) == 3, 300, "every etcd pod Ready, 3 members recorded")
+            "operator.karmada.io/etcd-member-volumes", "{}"))) == 3, 700, "every etcd pod Ready, 3 members recorded")
     before = {m["name"]: format(int(m["ID"]), "x") for m in etcd_members(host)}
     claim_uid = host.get("pvc", f"data-{lost}", "-n", NS)["metadata"]["uid"]
     writer = Writer(fleet.kubeconfig(), prefix="lost")
