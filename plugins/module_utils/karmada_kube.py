@@ -497,8 +497,10 @@ class Kube:
                                 field_manager=FIELD_MANAGER, serialize=False),
             hide=_secret_values(obj)))
 
-    def pod_log(self, name: str, namespace: str, container: str = "", tail_lines: int = 0) -> str:
-        """The log of a pod's container (its last ``tail_lines`` lines when > 0)."""
+    def pod_log(self, name: str, namespace: str, container: str = "", tail_lines: int = 0,
+                previous: bool = False) -> str:
+        """The log of a pod's container (its last ``tail_lines`` lines when > 0; ``previous``: of
+        the container's last exit)."""
         from kubernetes.client import CoreV1Api
 
         kwargs: dict[str, Any] = {"_request_timeout": self.timeout}
@@ -506,6 +508,8 @@ class Kube:
             kwargs["container"] = container
         if tail_lines > 0:
             kwargs["tail_lines"] = tail_lines
+        if previous:
+            kwargs["previous"] = True
         api = CoreV1Api(self.api)
         # Raw bytes: the client would otherwise parse a log that is JSON and hand back a dict.
         resp = self._call(lambda: api.read_namespaced_pod_log(name, namespace, _preload_content=False, **kwargs))

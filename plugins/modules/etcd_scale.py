@@ -16,10 +16,17 @@ description:
     of its ordinal deleted first), the StatefulSet raised by one, the learner promoted once caught up.
     In, the member with the highest ordinal leaves etcd first (a leader hands over), then the
     StatefulSet is lowered; its claim follows I(delete_claims).
+  - Both C(scale) and C(settle) first replace a member that lost its data (its claim was replaced,
+    or etcd exits saying its data is lost or corrupt; module_utils/etcd_replacement.py). It leaves
+    etcd through a healthy member, its claim and pod are deleted, and it rejoins empty as a learner
+    under its own name, promoted once caught up; one member at a time. Events
+    C(EtcdMemberReplacing) when it begins, C(EtcdMemberReplaced) when it is promoted again.
   - C(phase=settle) only finishes a step begun before (a joiner, replicas that do not match the
-    members) and returns as soon as a new change or a wait for health would begin.
+    members) or replaces a lost member, and returns as soon as a new change or a wait for health
+    would begin.
   - Refusals (a size other than 1, 3, 5, 7; removing a member while another is unhealthy; HostPath
-    storage) fail with C(reason) EtcdScaleRefused having changed nothing; a wait longer than
+    storage) fail with C(reason) EtcdScaleRefused having changed nothing; a lost member whose removal
+    would break the quorum (or a HostPath one) with C(reason) EtcdReplaceRefused; a wait longer than
     I(timeout) fails with C(reason) EtcdNotReady.
 options:
   phase:
@@ -117,8 +124,16 @@ deferred:
   description: settle, why it returned before the wanted count.
   returned: success
   type: str
+replaced:
+  description: The members replaced by this run (member, why, finished).
+  returned: success
+  type: list
+last_replacement:
+  description: What the last replacement of a member was (kept in the bootstrap ConfigMap), "" when none.
+  returned: success
+  type: str
 reason:
-  description: On failure, EtcdScaleRefused or EtcdNotReady.
+  description: On failure, EtcdScaleRefused, EtcdReplaceRefused or EtcdNotReady.
   returned: failure
   type: str
 """
@@ -136,7 +151,8 @@ from ansible.module_utils.etcd_scaling import EtcdScaleStopped, KubeScaleSource,
 from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
 
 EVENT_REASONS = {"add": "EtcdMemberAdded", "promote": "EtcdMemberPromoted", "remove": "EtcdMemberRemoved",
-                 "replicas": "EtcdReplicasCorrected"}
+                 "replicas": "EtcdReplicasCorrected", "replace": "EtcdMemberReplacing",
+                 "reset": "EtcdMemberReplacing"}
 
 
 def main() -> None:
@@ -202,15 +218,22 @@ def main() -> None:
 
             def tell(step) -> None:
                 if owner:
+                    what = (f"etcd member {step.member}" if step.action in ("replace", "reset")
+                            else f"etcd scaling to {p['replicas']} members")
                     kube.create(event_object(owner, {"type": "Normal", "reason": EVENT_REASONS[step.action],
-                                                     "message": f"etcd scaling to {p['replicas']} members: "
-                                                                f"{step.reason}"}, datetime.now(UTC)))
+                                                     "message": f"{what}: {step.reason}"}, datetime.now(UTC)))
+
+            def replaced(member: str, message: str) -> None:
+                if owner:
+                    kube.create(event_object(owner, {"type": "Normal", "reason": "EtcdMemberReplaced",
+                                                     "message": message}, datetime.now(UTC)))
 
             try:
                 result = scale(source, etcd_for, statefulset=p["statefulset"], desired=p["replicas"],
                                peer_url=peer_url, timeout=float(p["timeout"]), start=p["phase"] == "scale",
                                storage_type=p["storage_type"], delete_claims=p["delete_claims"],
-                               poll=float(p["poll"]), stuck_after=float(p["stuck_after"]), on_step=tell)
+                               poll=float(p["poll"]), stuck_after=float(p["stuck_after"]), on_step=tell,
+                               on_replaced=replaced)
             except EtcdScaleStopped as exc:
                 if owner:
                     kube.create(event_object(owner, {"type": "Warning", "reason": exc.reason,

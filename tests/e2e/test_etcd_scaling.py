@@ -11,7 +11,12 @@ ConfigMaps through karmada-apiserver the whole time. The tests assert:
 * karmada-apiserver's pods were never replaced or restarted;
 * scaling in while one member is down (its etcd process stopped) is refused: EtcdReady False
   with reason EtcdScaleRefused and a message naming the member, and nothing changes (replicas,
-  etcd's members, claims).
+  etcd's members, claims);
+* issue 15, item 2: with 3 members, deleting one member's claim and pod gets that member replaced
+  without a manual step (removed from etcd, added back empty as a learner, promoted: a new etcd
+  member ID under the same name, on a new claim), an Event EtcdMemberReplaced naming it and the
+  EtcdReady message saying so; the cluster ends healthy with 3 members, status lists exactly the
+  members etcd reports, and every ConfigMap whose create was acknowledged meanwhile exists.
 """
 
 from __future__ import annotations
@@ -72,11 +77,13 @@ def claims(host: HostCluster) -> list[str]:
 
 class Writer:
     """Creates ConfigMaps in Karmada (through karmada-apiserver) in a thread, as fast as a client
-    with one connection does; keeps the names whose create was acknowledged."""
+    with one connection does; keeps the names whose create was acknowledged. ``prefix`` keeps the
+    writers of different tests apart."""
 
-    def __init__(self, kubeconfig):
+    def __init__(self, kubeconfig, prefix: str = "w"):
         from kubernetes import client, config
 
+        self.prefix = prefix
         self.api = client.CoreV1Api(config.new_client_from_config(str(kubeconfig)))
         self.acked: list[str] = []
         self.failures: list[str] = []
@@ -89,8 +96,9 @@ class Writer:
 
         i = 0
         while not self.stop.is_set():
-            name = f"w-{i:06d}"
-            body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels={"e2e": "etcd-scale"}),
+            name = f"{self.prefix}-{i:06d}"
+            body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels={"e2e": "etcd-scale",
+                                                                                      "writer": self.prefix}),
                                       data={"i": str(i)})
             try:
                 self.api.create_namespaced_config_map("default", body, _request_timeout=10)
@@ -107,7 +115,8 @@ class Writer:
     def existing(self) -> set[str]:
         names, token = set(), None
         while True:
-            page = self.api.list_namespaced_config_map("default", label_selector="e2e=etcd-scale", limit=500,
+            page = self.api.list_namespaced_config_map("default", label_selector=f"e2e=etcd-scale,writer={self.prefix}",
+                                                       limit=500,
                                                        _continue=token, _request_timeout=30)
             names |= {c.metadata.name for c in page.items}
             token = page.metadata._continue
@@ -256,3 +265,50 @@ def test_scaling_in_while_a_member_is_down_is_refused_and_changes_nothing(fleet:
     seconds = scale_to(fleet, 3)
     print(f"member back, spec back to 3: Ready in {seconds:.0f}s")
     assert_members(fleet, 3)
+
+
+def etcd_pods_ready(host: HostCluster) -> bool:
+    return all(p.get("status", {}).get("containerStatuses", [{}])[0].get("ready")
+               for p in host.get("pods", "-n", NS, "-l",
+                                 f"app.kubernetes.io/name=etcd,app.kubernetes.io/instance={NAME}")["items"])
+
+
+def test_a_lost_member_is_replaced(fleet: Deployment):
+    """Delete one member's claim and pod: the operator replaces the member by itself."""
+    host = fleet.host
+    lost = f"{STS}-1"
+    scale_to(fleet, 3)
+    assert_members(fleet, 3)
+    # the operator has recorded each member's ID and claim (what a replaced claim is told from)
+    fleet.wait_for(lambda: etcd_pods_ready(host) and len(json.loads(
+        (host.get("configmap", f"{NAME}-etcd-bootstrap", "-n", NS)["metadata"].get("annotations") or {}).get(
+            "operator.karmada.io/etcd-member-volumes", "{}"))) == 3, 700, "every etcd pod Ready, 3 members recorded")
+    before = {m["name"]: format(int(m["ID"]), "x") for m in etcd_members(host)}
+    claim_uid = host.get("pvc", f"data-{lost}", "-n", NS)["metadata"]["uid"]
+    writer = Writer(fleet.kubeconfig(), prefix="lost")
+    start = time.monotonic()
+    try:
+        time.sleep(5)
+        host.kubectl("delete", "pvc", f"data-{lost}", "-n", NS, "--wait=false")
+        host.kubectl("delete", "pod", lost, "-n", NS, "--wait=false")
+        replaced = fleet.wait_for(lambda: [e["message"] for e in host.get(
+            "events", "-n", NS, "--field-selector", f"involvedObject.name={NAME},reason=EtcdMemberReplaced")["items"]
+            if lost in e["message"]], 1500, f"an EtcdMemberReplaced Event for {lost}")
+        print(f"\nreplaced after {time.monotonic() - start:.0f}s: {replaced[0]}")
+        fleet.wait_for(lambda: ready_at_generation(fleet) and "last replacement: etcd member " + lost in condition(
+            fleet.get(), "EtcdReady").get("message", ""), 900, "Ready, EtcdReady naming the replacement")
+        time.sleep(5)
+    finally:
+        writer.finish()
+    assert_members(fleet, 3)
+    after = {m["name"]: format(int(m["ID"]), "x") for m in etcd_members(host)}
+    assert after[lost] != before[lost], "the lost member was not replaced by a new etcd member"
+    assert {n: i for n, i in after.items() if n != lost} == {n: i for n, i in before.items() if n != lost}
+    assert host.get("pvc", f"data-{lost}", "-n", NS)["metadata"]["uid"] != claim_uid
+    assert all(m["healthy"] and not m["learner"] for m in fleet.get()["status"]["etcd"]["members"])
+    print("EtcdReady:", condition(fleet.get(), "EtcdReady")["message"])
+    existing = writer.existing()
+    missing = [n for n in writer.acked if n not in existing]
+    print(f"{len(writer.acked)} creates acknowledged, {len(writer.failures)} failed (not acknowledged), "
+          f"{len(missing)} acknowledged ones missing; failed: {writer.failures[:5]}")
+    assert len(writer.acked) > 50 and not missing, missing[:20]
