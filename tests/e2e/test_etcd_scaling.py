@@ -164,7 +164,7 @@ def fleet(host_cluster: HostCluster, bin_path, tmp_path_factory):
         print(f"\napply-to-Ready with 1 etcd member: {time.monotonic() - start:.0f}s")
         yield fleet
     finally:
-        host_cluster.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
+        karmada_e2e.delete_karmada(host_cluster, NS, NAME)
         operator.stop()
         crds.stop()
 
