@@ -256,7 +256,12 @@ start_bg kubelet kubelet --config "$KO_STATE/kubelet.yaml" --kubeconfig "$KO_STA
   --root-dir "$KO_KUBELET_ROOT" --hostname-override "$KO_NODE_NAME" --node-ip "$KO_NODE_IP" --v=1
 
 # --- kube-proxy (iptables; never writes conntrack sysctls) ------------------------------
-cat >"$KO_STATE/kube-proxy.yaml" <<EOT
+# kube-proxy exits when its configuration file is written to (even with the same content), and
+# start_bg does not start what runs: a second up.sh on a running bed used to leave it dead (no
+# Service IP routed; seen 2026-12-02 11:41). Write the file only when it changes, and then
+# restart kube-proxy.
+kube_proxy_conf=$(mktemp)
+cat >"$kube_proxy_conf" <<EOT
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $KO_STATE/kube-proxy.kubeconfig}
@@ -274,6 +279,12 @@ conntrack:
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
 EOT
+if cmp -s "$kube_proxy_conf" "$KO_STATE/kube-proxy.yaml"; then
+  rm -f "$kube_proxy_conf"
+else
+  stop_bg kube-proxy
+  mv "$kube_proxy_conf" "$KO_STATE/kube-proxy.yaml"
+fi
 start_bg kube-proxy kube-proxy --config "$KO_STATE/kube-proxy.yaml" --v=1
 
 wait_for "node $KO_NODE_NAME Ready" 120 kc wait --for=condition=Ready "node/$KO_NODE_NAME" --timeout=1s
