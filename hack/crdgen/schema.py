@@ -758,6 +758,8 @@ def karmada_deployment_status() -> Schema:
                              format="date-time"),
                 "server": s("The URL the operator reached karmada-apiserver at."),
                 "tlsServerName": s("The name it checked karmada-apiserver's serving certificate for."),
+                "fullPass": s("The operator.karmada.io/full-pass annotation that pass saw (a new value asks for "
+                              "another)."),
             }),
         },
     )

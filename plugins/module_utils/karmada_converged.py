@@ -14,7 +14,7 @@ compares; it ends at once, writing nothing, only when:
 * status says Ready at this generation;
 * every Deployment and StatefulSet has all its replicas ready on its current generation;
 * no certificate has entered its renewal window (``renewAt``, the soonest one);
-* the last full pass is younger than ``full_pass_every`` (objects inside karmada-apiserver,
+* the last full pass is younger than ``recheck_after`` (objects inside karmada-apiserver,
   such as CRDs and APIServices, and what the operator does not own, are checked only by a
   full pass);
 * with members: MembersReady, and every member's Cluster Ready (read through karmada-apiserver).
@@ -22,8 +22,10 @@ compares; it ends at once, writing nothing, only when:
 When all but the last hold (a member not Ready yet: a join being retried), the control plane is
 as the last full pass left it (``control_plane``): the run skips the control-plane steps and
 goes to the member plays. Anything else runs the full pass, which repairs and reports. The
-annotation ``operator.karmada.io/full-pass`` (any value, e.g. the time) asks for a full pass
-now: it is part of the fingerprint, and annotation changes start a reconcile.
+annotation ``operator.karmada.io/full-pass`` (any new value, e.g. the time) asks for a full pass
+now: annotation changes start a reconcile, and the check compares its value with the one the
+last full pass recorded (``fullPass``). It is kept out of the fingerprint, so the full pass it
+asks for reports no change when it finds none.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ def object_mark(obj: Mapping[str, Any]) -> list[str]:
 
 def fingerprint(cr: Mapping[str, Any], objects: Iterable[Mapping[str, Any]], build: str) -> str:
     meta = cr.get("metadata") or {}
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(ANNOTATION_PREFIX)}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k.startswith(ANNOTATION_PREFIX) and k != FULL_PASS_ANNOTATION}
     marks = sorted(object_mark(o) for o in objects)
     return _digest({"generation": meta.get("generation"), "spec": cr.get("spec") or {},
                     "annotations": annotations, "build": build, "objects": marks})
@@ -133,6 +136,10 @@ def member_names(cr: Mapping[str, Any]) -> list[str]:
     return sorted(str(m.get("name")) for m in (cr.get("spec") or {}).get("members") or [] if m.get("name"))
 
 
+def full_pass_asked(cr: Mapping[str, Any]) -> str:
+    return str(((cr.get("metadata") or {}).get("annotations") or {}).get(FULL_PASS_ANNOTATION) or "")
+
+
 @dataclass(frozen=True)
 class Decision:
     converged: bool
@@ -143,7 +150,7 @@ class Decision:
 
 
 def decide(cr: Mapping[str, Any], objects: list[Mapping[str, Any]], build: str, now: dt.datetime,
-           full_pass_every: float) -> Decision:
+           recheck_after: float) -> Decision:
     """May this run end now (everything as the last full pass left it)? Members are checked
     apart (``unready_members``), since reading them needs karmada-apiserver."""
     status = cr.get("status") or {}
@@ -157,11 +164,14 @@ def decide(cr: Mapping[str, Any], objects: list[Mapping[str, Any]], build: str, 
     if ready.get("status") != "True":
         return Decision(False, f"Ready is {ready.get('status') or 'not set'} ({ready.get('reason') or 'no reason'})")
     at = _time(record.get("at") or "")
-    if at is None or (now - at).total_seconds() >= full_pass_every:
-        return Decision(False, f"the last full pass is older than {full_pass_every:.0f} s")
+    if at is None or (now - at).total_seconds() >= recheck_after:
+        return Decision(False, f"the last full pass is older than {recheck_after:.0f} s")
     due = _time(record.get("renewAt") or "")
     if due is not None and now >= due:
         return Decision(False, f"a certificate is due for renewal since {iso(due)}")
+    asked = full_pass_asked(cr)
+    if asked != str(record.get("fullPass") or ""):
+        return Decision(False, f"a full pass was asked for ({FULL_PASS_ANNOTATION}={asked})")
     if fingerprint(cr, objects, build) != record["fingerprint"]:
         return Decision(False, "the spec, the operator or an object it owns changed since the last full pass")
     waiting = not_ready_workloads(objects)
@@ -186,7 +196,8 @@ def record(cr: Mapping[str, Any], objects: list[Mapping[str, Any]], build: str, 
     """``status.converged`` for a full pass that ended with everything Ready."""
     due = renew_at(certificates, renew_before)
     out = {"fingerprint": fingerprint(cr, objects, build), "generation": int((cr.get("metadata") or {}).get(
-        "generation") or 0), "at": iso(now), "server": server, "tlsServerName": tls_server_name}
+        "generation") or 0), "at": iso(now), "server": server, "tlsServerName": tls_server_name,
+           "fullPass": full_pass_asked(cr)}
     if due is not None:
         out["renewAt"] = iso(due)
     return out

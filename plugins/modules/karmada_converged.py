@@ -14,7 +14,8 @@ description:
     changed, everything is Ready and nothing is due (docs/performance.md lists the rules).
   - With I(mode=record), writes C(status.converged) (fingerprint, generation, time, the soonest
     certificate renewal, how the operator reached karmada-apiserver) at the end of a full pass.
-    Changed only when the fingerprint differs from the one recorded before.
+    Changed only when the fingerprint differs from the one recorded before (the time and the
+    C(operator.karmada.io/full-pass) value it also records are bookkeeping).
 options:
   mode:
     description: C(check) or C(record).
@@ -37,7 +38,7 @@ options:
     description: Digest of the operator's code (the C(karmada_build_id) filter).
     type: str
     required: true
-  full_pass_every:
+  recheck_after:
     description: With I(mode=check), seconds after which a full pass runs even when nothing changed.
     type: int
     default: 3600
@@ -125,7 +126,7 @@ def main() -> None:
             "namespace": {"type": "str", "required": True},
             "selector": {"type": "str", "required": True},
             "build": {"type": "str", "required": True},
-            "full_pass_every": {"type": "int", "default": 3600},
+            "recheck_after": {"type": "int", "default": 3600},
             "admin_kubeconfig_secret": {"type": "str"},
             "certificates": {"type": "list", "elements": "dict", "default": []},
             "server": {"type": "str", "default": ""},
@@ -142,7 +143,7 @@ def main() -> None:
         with Kube.default(p["kubeconfig"], in_cluster_first=True) as kube:
             objects = owned(kube, p["namespace"], p["selector"])
             if p["mode"] == "check":
-                decision = decide(cr, objects, p["build"], now, float(p["full_pass_every"]))
+                decision = decide(cr, objects, p["build"], now, float(p["recheck_after"]))
                 reason = decision.reason
                 if decision.converged and p["admin_kubeconfig_secret"] and (cr.get("spec") or {}).get("members"):
                     reason = members_check(kube, cr, p["admin_kubeconfig_secret"]) or reason

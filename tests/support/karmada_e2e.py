@@ -97,7 +97,8 @@ def fast_path(run: Path) -> dict:
     for event in (run / "job_events").glob("*.json"):
         doc = json.loads(event.read_text())
         data = doc.get("event_data") or {}
-        if doc.get("event") == "runner_on_ok" and data.get("task", "").startswith("Nothing changed since the last"):
+        task = data.get("task", "")
+        if doc.get("event") == "runner_on_ok" and task.startswith("Nothing changed since the last full pass? (then"):
             res = data.get("res") or {}
             return {"converged": res.get("converged"), "reason": res.get("reason")}
     return {}

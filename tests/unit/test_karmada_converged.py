@@ -115,7 +115,19 @@ def test_any_change_to_the_spec_or_an_owned_object_runs_the_full_pass(change):
     obj, objs = recorded(), objects()
     change(obj, objs)
     decision = kc.decide(obj, objs, BUILD, NOW, 3600)
-    assert not decision.converged and "changed" in decision.reason, decision
+    assert not decision.converged and ("changed" in decision.reason or "asked" in decision.reason), decision
+
+
+def test_the_full_pass_annotation_is_compared_apart_from_the_fingerprint():
+    obj = recorded()
+    ask_full_pass(obj, [])
+    assert kc.decide(obj, objects(), BUILD, NOW, 3600).reason.startswith("a full pass was asked for")
+    # the full pass it asked for records the value; the fingerprint is the one before
+    before = obj["status"]["converged"]["fingerprint"]
+    obj["status"]["converged"] = kc.record(obj, objects(), BUILD, NOW, [], dt.timedelta(days=30), "https://x", "")
+    assert obj["status"]["converged"]["fingerprint"] == before
+    assert obj["status"]["converged"]["fullPass"] == "2026-12-02T12:00:00Z"
+    assert kc.decide(obj, objects(), BUILD, NOW, 3600).converged
 
 
 def test_a_new_operator_build_runs_the_full_pass():
