@@ -288,6 +288,8 @@ def main() -> int:
             operator.stop()
         crds.stop()
         s3.stop()
+        # the S3 store holds GBs of snapshots; the logs next to it stay
+        shutil.rmtree(work / "s3", ignore_errors=True)
         if started_cluster:
             subprocess.run([str(HACK / "down.sh")], capture_output=True, text=True, timeout=600)
     return 0
