@@ -7,15 +7,13 @@ the generation, and the status the run writes must not claim that newer generati
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from support import kube_apiserver
+from support.ansible_adhoc import run_module
 from support.waiting import crds_established
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,17 +35,9 @@ def server(bin_path, tmp_path_factory):
 
 def k8s_status(server, tmp_path, check: bool = False, **args) -> dict:
     """One k8s_status call through real ansible (ad hoc), returning the module's result."""
-    venv_bin = str(Path(sys.executable).parent)
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp"),
-           "PATH": f"{venv_bin}:{os.environ.get('PATH', '')}", "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json"}
     params = {"api_version": "operator.karmada.io/v1alpha1", "kind": "KarmadaDeployment", "namespace": NS,
               "kubeconfig": str(server.kubeconfig), **args}
-    cmd = [str(Path(venv_bin) / "ansible"), "localhost", "-m", "k8s_status", "-a", json.dumps(params)]
-    proc = subprocess.run(cmd + (["--check"] if check else []), capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=120)
-    out = json.loads(proc.stdout)
-    return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return run_module("k8s_status", params, tmp_path, check=check)
 
 
 def test_status_claims_the_generation_the_run_acted_on(server, tmp_path):

@@ -4,15 +4,13 @@ and answers converged only while nothing the operator owns was edited, deleted o
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from support import kube_apiserver
+from support.ansible_adhoc import run_module
 from support.waiting import crds_established
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,15 +34,8 @@ def server(bin_path, tmp_path_factory):
 
 def converged(srv, tmp_path, **args) -> dict:
     """One karmada_converged call through real ansible (ad hoc), returning the module's result."""
-    venv_bin = str(Path(sys.executable).parent)
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp"),
-           "PATH": f"{venv_bin}:{os.environ.get('PATH', '')}", "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json"}
     params = {"namespace": NS, "selector": SELECTOR, "build": "build-1", "kubeconfig": str(srv.kubeconfig), **args}
-    cmd = [str(Path(venv_bin) / "ansible"), "localhost", "-m", "karmada_converged", "-a", json.dumps(params)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
-    out = json.loads(proc.stdout)
-    return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return run_module("karmada_converged", params, tmp_path)
 
 
 def get(server, kind: str, name: str) -> dict:
