@@ -154,9 +154,9 @@ def run_seconds(run: Path) -> float | None:
     return max(stamps) - min(stamps) if len(stamps) >= 2 else None
 
 
-def task_times(run: Path, top: int = 10) -> list[tuple[float, str]]:
-    """Where one ansible-runner run spent its time: wall seconds per task (from its start event to
-    the next task's, loops included), summed over tasks of the same name, longest first."""
+def task_starts(run: Path) -> tuple[list[tuple[float, dict]], float | None]:
+    """One ansible-runner run's task start events, in order, as (time, event_data), and the time
+    of its last event of any kind."""
     starts = []
     last = None
     for event in (run / "job_events").glob("*.json"):
@@ -168,13 +168,60 @@ def task_times(run: Path, top: int = 10) -> list[tuple[float, str]]:
             stamp = datetime.fromisoformat(created).timestamp()
             last = stamp if last is None else max(last, stamp)
             if doc.get("event") == "playbook_on_task_start":
-                data = doc.get("event_data") or {}
-                starts.append((stamp, f"{data.get('role') + ' : ' if data.get('role') else ''}{data.get('task')}"))
-    starts.sort()
+                starts.append((stamp, doc.get("event_data") or {}))
+    starts.sort(key=lambda item: item[0])
+    return starts, last
+
+
+def task_spans(run: Path) -> list[tuple[float, float, dict]]:
+    """(start, seconds, event_data) of every task in one run: wall time from its start event to the
+    next task's (loops included)."""
+    starts, last = task_starts(run)
+    ends = [s for s, _ in starts[1:]] + [last]
+    return [(stamp, max(0.0, (end or stamp) - stamp), data) for (stamp, data), end in zip(starts, ends, strict=True)]
+
+
+def task_times(run: Path, top: int = 10) -> list[tuple[float, str]]:
+    """Where one ansible-runner run spent its time: wall seconds per task, summed over tasks of the
+    same name, longest first."""
     totals: dict[str, float] = {}
-    for (stamp, name), nxt in zip(starts, [s for s, _ in starts[1:]] + [last], strict=True):
-        totals[name] = totals.get(name, 0.0) + max(0.0, (nxt or stamp) - stamp)
+    for _, secs, data in task_spans(run):
+        name = f"{data.get('role') + ' : ' if data.get('role') else ''}{data.get('task')}"
+        totals[name] = totals.get(name, 0.0) + secs
     return sorted(((secs, name) for name, secs in totals.items()), reverse=True)[:top]
+
+
+def step_of(data: dict) -> str:
+    """The install step a task belongs to: its task file (roles/karmada_deployment/tasks/etcd.yml
+    -> karmada_deployment/etcd), or the playbook for tasks written there."""
+    path = (data.get("task_path") or "").rsplit(":", 1)[0]
+    parts = Path(path).parts
+    if "roles" in parts and "tasks" in parts:
+        return f"{parts[parts.index('roles') + 1]}/{Path(path).stem}"
+    return Path(path).stem or "?"
+
+
+def install_split(ns: str, started: float, ready_at: float) -> list[tuple[float, str]]:
+    """Where apply-to-Ready went: the wall seconds of every run started in that window summed per
+    step (task file), plus the time no run was in progress (the operator waiting to requeue or
+    for an event), longest first."""
+    totals: dict[str, float] = {}
+    busy: list[tuple[float, float]] = []
+    for run in runs(ns).values():
+        spans = [span for span in task_spans(run) if started <= span[0] <= ready_at]
+        for stamp, secs, data in spans:
+            secs = min(secs, ready_at - stamp)
+            totals[step_of(data)] = totals.get(step_of(data), 0.0) + secs
+        if spans:
+            busy.append((spans[0][0], min(ready_at, spans[-1][0] + spans[-1][1])))
+    covered, edge = 0.0, started
+    for begin, end in sorted(busy):
+        begin = max(begin, edge)
+        if end > begin:
+            covered += end - begin
+            edge = end
+    totals["(no run in progress)"] = max(0.0, (ready_at - started) - covered)
+    return sorted(((secs, step) for step, secs in totals.items()), reverse=True)
 
 
 def recap(run: Path) -> dict[str, int]:
@@ -232,7 +279,7 @@ def bench_ours(host, crds, work: Path, ns: str = NS_OURS, etcd_replicas: int = 3
         sample["spec"]["crds"] = {"url": crds.url, "sha256": crds.sha256}
         sample["spec"].pop("members", None)  # member join is issue 7
         sample["spec"]["etcd"]["local"]["replicas"] = etcd_replicas
-        start = time.monotonic()
+        start, wall_start = time.monotonic(), time.time()
         memory = MemoryWatch(operator.proc.pid)
         host.kubectl("apply", "-f", "-", input=yaml.safe_dump(sample))
         obj, why = wait_ready(host, "karmadadeployment", ns)
@@ -240,6 +287,8 @@ def bench_ours(host, crds, work: Path, ns: str = NS_OURS, etcd_replicas: int = 3
         if obj is None:
             return None, f"{why}; operator log {operator.log_path}"
         ready = time.monotonic() - start
+        for secs, step in install_split(ns, wall_start, wall_start + ready)[:12]:
+            say(f"  ours ({ns}): install step {secs:6.1f} s  {step}")
         members = len(obj["status"].get("etcd", {}).get("members", []))
         say(f"  ours ({ns}): Ready in {ready:.1f} s, {members} etcd member(s), "
             f"components {' '.join(sorted(c['name'] for c in obj['status'].get('components', [])))}")
@@ -340,6 +389,12 @@ def bench_theirs(host, crds, work: Path, etcd_replicas: int = 1) -> tuple[float 
         elapsed = time.monotonic() - start
         pods = sorted(p["metadata"]["name"] for p in host.get("pods", "-n", NS_THEIRS)["items"])
         say(f"  theirs: Ready, {len(pods)} pods: {' '.join(pods)}")
+        steps = operator.step_split()
+        for secs, step in steps[:12]:
+            say(f"  theirs: install step {secs:6.1f} s  {step}")
+        if steps:
+            say(f"  theirs: {elapsed - sum(s for s, _ in steps):.1f} s of apply-to-Ready outside tagged steps "
+                f"(before its first step's log line and after its last)")
         return elapsed, ""
     finally:
         remove_install(host, "karmada", NS_THEIRS)

@@ -15,9 +15,11 @@ names for ClusterIP) does not resolve; with NodePort it names the node address i
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import time
+from datetime import datetime
 from pathlib import Path
 
 from support.processes import stop_process  # bench_install.py puts tests/ on sys.path
@@ -114,6 +116,34 @@ class KarmadaOperatorProcess:
     def stop(self) -> None:
         stop_process(self.proc, 30)
         self._log.close()
+
+    def step_split(self) -> list[tuple[float, str]]:
+        """Where its install went, from its own log: see ``log_steps``."""
+        self._log.flush()
+        return log_steps(self.log_path.read_text(errors="replace"))
+
+
+# klog's header (I1202 15:20:01.123456   4242 file.go:55] ...), then a message whose first word is
+# the workflow step in brackets: "[etcd] ...", "[karmada-apiserver] ...". Karmada's operator
+# tags its task messages that way (operator/pkg/tasks/init/*.go).
+KLOG_STEP = re.compile(r'^[IWE](\d{4}) (\d{2}:\d{2}:\d{2}\.\d+)\s+\d+ [^\]]+\] "?\[([A-Za-z0-9-]+)\]')
+
+
+def log_steps(text: str) -> list[tuple[float, str]]:
+    """Seconds per workflow step of Karmada's operator: from the first line tagged with a step to
+    the first line of the next step (the last step ends at the last tagged line), summed over the
+    step's appearances, longest first. Empty when the log has no tagged lines."""
+    marks = []
+    for line in text.splitlines():
+        found = KLOG_STEP.match(line)
+        if found:
+            clock = datetime.strptime(found.group(2), "%H:%M:%S.%f")
+            marks.append((clock.hour * 3600 + clock.minute * 60 + clock.second + clock.microsecond / 1e6,
+                          found.group(3)))
+    totals: dict[str, float] = {}
+    for (stamp, step), (after, _) in zip(marks, marks[1:] + marks[-1:], strict=True):
+        totals[step] = totals.get(step, 0.0) + max(0.0, after - stamp)
+    return sorted(((secs, step) for step, secs in totals.items()), reverse=True)
 
 
 def wait_until(predicate, timeout: float, interval: float = 1.0):
