@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
 """Benchmark member join: our operator joining N members at once vs a sequential `karmadactl join` loop.
 
-On the local host cluster, with N kwok member clusters from the test bed
-(``hack/testenv/members.sh N 1``; N = BENCH_MEMBERS, default 10; 20 fits in 24 GiB):
+On the local host cluster, with kwok member clusters from the test bed
+(``hack/testenv/members.sh N NODES``). BENCH_MEMBERS lists the sizes, ascending (default
+"20,50": the issue's two); BENCH_MEMBER_NODES the fake nodes per member (default 10). Members
+are started light (KO_MEMBERS_LIGHT=1: no scheduler, only the controllers a join uses) so 50
+fit in 24 GiB, unless BENCH_MEMBERS_LIGHT=0.
 
 1. Our operator (the real ansible-operator with watches.yaml) installs one small Karmada
    (KarmadaDeployment ``bench`` in karmada-system, 1 etcd member, no members) and waits Ready.
-2. Ours: ``spec.members`` is set to all N members (Push) in one patch; the figure is the time
-   from the patch to status saying N/N joined, every Cluster Ready. Also printed: how long
-   the member play itself took inside that reconcile (the ``Join or unjoin`` task, first
-   start to last result, from ansible-runner's job events: all members run in parallel).
-3. All members are removed from spec again and the operator unjoins them.
-4. Theirs: ``karmadactl join`` (built from the pinned Karmada module) once per member, one
-   after the other (what a platform team's script does), against the same Karmada; the
-   figure is from the first call to every Cluster Ready. Then ``karmadactl unjoin`` each.
-5. The ratio theirs/ours (how many times faster the operator is).
+2. For each size N:
+   a. Ours: ``spec.members`` is set to N members (Push) in one patch; the figure is the time
+      from the patch to status saying N/N joined, every Cluster Ready. Also printed: how long
+      the member play itself took inside that reconcile (the ``Join or unjoin`` task, first
+      start to last result, from ansible-runner's job events: all members run in parallel),
+      how many reconcile runs it took, and the operator's peak memory.
+   b. All members are removed from spec again and the operator unjoins them.
+   c. Theirs: ``karmadactl join`` (built from the pinned Karmada module) once per member, one
+      after the other (what a platform team's script does), against the same Karmada; the
+      figure is from the first call to every Cluster Ready. Then ``karmadactl unjoin`` each.
+   d. The ratio theirs/ours (how many times faster the operator is).
 
 Everything started here is stopped at the end. Needs root.
 """
@@ -43,7 +48,9 @@ from support.operator_runtime import OperatorProcess  # noqa: E402
 from support.testenv import HACK, host_handle, member_handles, settings  # noqa: E402
 from support.waiting import condition, crds_established  # noqa: E402
 
-N = int(os.environ.get("BENCH_MEMBERS", "10"))
+SIZES = sorted(int(n) for n in os.environ.get("BENCH_MEMBERS", "20,50").split(","))
+NODES = int(os.environ.get("BENCH_MEMBER_NODES", "10"))
+LIGHT = os.environ.get("BENCH_MEMBERS_LIGHT", "1")
 TIMEOUT = float(os.environ.get("BENCH_MEMBERS_TIMEOUT", "1200"))
 NAME, NS = "bench", "karmada-system"
 
@@ -109,7 +116,7 @@ def set_members(fleet: karmada_e2e.Deployment, members: list[dict]) -> None:
                        "-p", json.dumps({"spec": {"members": members}}))
 
 
-PLAY: dict[str, float] = {}  # the member play's own duration in the measured run
+PLAY: dict[str, float] = {}  # the member play's own duration and peak memory in the last measured run
 
 
 def bench_ours(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess) -> tuple[float | None, str]:
@@ -119,6 +126,7 @@ def bench_ours(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess
     if not wait_until(lambda: quiet(fleet), 600, 1):
         return None, "reconcile runs did not settle within 600 s after Ready"
     before = {r.name for r in fleet.runs()}
+    PLAY.clear()
     start = time.monotonic()
     memory = MemoryWatch(operator.proc.pid)
     set_members(fleet, spec)
@@ -165,17 +173,52 @@ def unjoin_theirs(fleet: karmada_e2e.Deployment, members, karmadactl: Path) -> N
         proc.wait(timeout=300)
 
 
+def ensure_members(count: int) -> tuple[list, bool]:
+    """Members 1..count running (members.sh adds the missing ones), and whether any were started."""
+    members = member_handles(count, NODES)
+    if all(m.kubeconfig.exists() and m.ready() for m in members):
+        return members, False
+    env = dict(os.environ, KO_MEMBERS_LIGHT=LIGHT)
+    subprocess.run([str(HACK / "members.sh"), str(count), str(NODES)], check=True, capture_output=True, text=True,
+                   timeout=3600, env=env)
+    return members, True
+
+
+def measure(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess, karmadactl: Path) -> bool:
+    """One size: ours, unjoin, theirs, unjoin, ratios. False when the next size cannot be measured."""
+    n = len(members)
+    ours = bench_ours(fleet, members, operator)
+    say(f"join {n} members  karmada-operator (ours, one spec patch): {figure(ours)}")
+    play = dict(PLAY)
+    if "memory" in play:
+        say(f"join {n} members  operator peak memory {play['memory']:.0f} MiB (PSS of ansible-operator and every "
+            f"process it started, sampled each second, patch to the last run's end)")
+    set_members(fleet, [])
+    if not wait_until(lambda: not fleet.get().get("status", {}).get("members") and not cluster_names(fleet),
+                      TIMEOUT, 1):
+        say("  ours: members not all unjoined; karmadactl join would conflict, stopping")
+        return False
+    # Our unjoin deletes the member-side namespace; karmadactl cannot use one still terminating.
+    wait_until(lambda: all(m.kubectl("get", "namespace", "karmada-cluster", check=False).returncode != 0
+                           for m in members), 600, 2)
+    theirs = bench_theirs(fleet, members, karmadactl)
+    say(f"join {n} members  karmadactl join, sequential loop: {figure(theirs)}")
+    unjoin_theirs(fleet, members, karmadactl)
+    if ours[0] and theirs[0]:
+        say(f"join {n} members  ratio karmadactl loop/ours, end to end: {theirs[0] / ours[0]:.2f}x (ours "
+            f"{ours[0]:.1f} s from the spec patch to all joined; loop {theirs[0]:.1f} s; goal >= 4x)")
+        if play.get("seconds"):
+            say(f"join {n} members  ratio karmadactl loop/ours, member join work only: "
+                f"{theirs[0] / play['seconds']:.2f}x (member play {play['seconds']:.1f} s)")
+    return wait_until(lambda: not cluster_names(fleet), 600, 2) is not None
+
+
 def main() -> int:
     host = host_handle()
     started_cluster = started_members = False
     if not (host.kubeconfig.exists() and host.ready()):
         subprocess.run([str(HACK / "up.sh")], check=True, capture_output=True, text=True, timeout=1800)
         started_cluster = True
-    members = member_handles(N, 1)
-    if not all(m.kubeconfig.exists() and m.ready() for m in members):
-        subprocess.run([str(HACK / "members.sh"), str(N), "1"], check=True, capture_output=True, text=True,
-                       timeout=1800)
-        started_members = True
     links = Path(settings()["KO_LINKS"])
     karmadactl = links / "karmadactl"
     if not karmadactl.exists():
@@ -184,7 +227,6 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="ko-members-bench-"))
     crds = serve()
     operator = None
-    ours = theirs = (None, "not run")
     try:
         host.kubectl("apply", "-k", str(ROOT / "config/crd"))
         crds_established(host.kubectl, ["karmadadeployments.operator.karmada.io"])
@@ -201,24 +243,20 @@ def main() -> int:
         if not wait_until(lambda: condition(fleet.get(), "Ready").get("status") == "True", TIMEOUT, 2):
             say(f"member join benchmark: not measured (Karmada not Ready; log {operator.log_path})")
             return 0
-        say(f"{N} kwok member clusters (1 node each), Karmada {cr['spec']['karmadaVersion']} from our operator; "
-            f"logs in {work}")
-        ours = bench_ours(fleet, members, operator)
-        say(f"join {N} members  karmada-operator (ours, one spec patch): {figure(ours)}")
-        if "memory" in PLAY:
-            say(f"join {N} members  operator peak memory {PLAY['memory']:.0f} MiB (PSS of ansible-operator and every "
-                f"process it started, sampled each second, patch to the last run's end)")
-        set_members(fleet, [])
-        if not wait_until(lambda: not fleet.get().get("status", {}).get("members") and not cluster_names(fleet),
-                          TIMEOUT, 1):
-            say("  ours: members not all unjoined; karmadactl join would conflict, stopping")
-            return 0
-        # Our unjoin deletes the member-side namespace; karmadactl cannot use one still terminating.
-        wait_until(lambda: all(m.kubectl("get", "namespace", "karmada-cluster", check=False).returncode != 0
-                               for m in members), 300, 2)
-        theirs = bench_theirs(fleet, members, karmadactl)
-        say(f"join {N} members  karmadactl join, sequential loop: {figure(theirs)}")
-        unjoin_theirs(fleet, members, karmadactl)
+        for n in SIZES:
+            started = time.monotonic()
+            try:
+                members, new = ensure_members(n)
+            except subprocess.CalledProcessError as exc:
+                say(f"join {n} members  not measured: hack/testenv/members.sh {n} {NODES} failed: "
+                    f"{(exc.stderr or '').strip()[-300:]}")
+                break
+            started_members = started_members or new
+            say(f"{n} kwok member clusters ({NODES} nodes each{', light' if LIGHT == '1' else ''}; up in "
+                f"{time.monotonic() - started:.0f} s), Karmada {cr['spec']['karmadaVersion']} from our operator; "
+                f"logs in {work}")
+            if not measure(fleet, members, operator, karmadactl):
+                break
     finally:
         if operator is not None:
             host.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
@@ -228,12 +266,6 @@ def main() -> int:
             subprocess.run([str(HACK / "members.sh"), "--down"], capture_output=True, text=True, timeout=600)
         if started_cluster:
             subprocess.run([str(HACK / "down.sh")], capture_output=True, text=True, timeout=600)
-    if ours[0] and theirs[0]:
-        say(f"ratio karmadactl loop/ours, end to end: {theirs[0] / ours[0]:.2f}x (ours {ours[0]:.1f} s from the spec "
-            f"patch to all joined; loop {theirs[0]:.1f} s)")
-        if PLAY.get("seconds"):
-            say(f"ratio karmadactl loop/ours, member join work only: {theirs[0] / PLAY['seconds']:.2f}x "
-                f"(member play {PLAY['seconds']:.1f} s)")
     return 0
 
 

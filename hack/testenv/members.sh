@@ -10,6 +10,10 @@
 #   hack/testenv/members.sh 2 3      # members 1..2 with 3 nodes each (idempotent)
 #   hack/testenv/members.sh --down   # stop all members and delete their state and Secrets
 #   hack/testenv/members.sh --list   # print member names
+#
+# KO_MEMBERS_LIGHT=1 starts members for join benchmarks at 50 members: no kube-scheduler, and a
+# kube-controller-manager running only the controllers a join and an unjoin use (service-account
+# tokens, namespaces, garbage collection); Deployments on such a member get no pods.
 set -euo pipefail
 # shellcheck source=hack/testenv/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -118,6 +122,9 @@ for ((i = 1; i <= N; i++)); do
     --authorization-mode Node,RBAC --allow-privileged=true --profiling=false --v=1
 done
 
+light=${KO_MEMBERS_LIGHT:-0}
+controllers='*,-nodeipam'
+[ "$light" = 1 ] && controllers='serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,root-ca-certificate-publisher-controller'
 for ((i = 1; i <= N; i++)); do
   name=member$i dir=$MEMBERS_DIR/member$i port=$((KO_MEMBER_PORT_BASE + i))
   wait_for "$name apiserver" 90 kubectl --kubeconfig "$dir/local.kubeconfig" get --raw /readyz
@@ -126,9 +133,9 @@ for ((i = 1; i <= N; i++)); do
     --authorization-kubeconfig "$dir/local.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port $((KO_MEMBER_PORT_BASE + 100 + i)) --leader-elect=false \
     --root-ca-file "$dir/pki/ca.crt" --service-account-private-key-file "$dir/pki/sa.key" \
-    --use-service-account-credentials=true --controllers '*,-nodeipam' \
+    --use-service-account-credentials=true --controllers "$controllers" \
     --service-cluster-ip-range "10.$((200 + i)).0.0/16" --profiling=false --v=1
-  start_bg "$name-scheduler" kube-scheduler \
+  [ "$light" = 1 ] || start_bg "$name-scheduler" kube-scheduler \
     --kubeconfig "$dir/local.kubeconfig" --authentication-kubeconfig "$dir/local.kubeconfig" \
     --authorization-kubeconfig "$dir/local.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port $((KO_MEMBER_PORT_BASE + 200 + i)) --leader-elect=false --profiling=false
