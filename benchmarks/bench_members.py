@@ -173,15 +173,14 @@ def unjoin_theirs(fleet: karmada_e2e.Deployment, members, karmadactl: Path) -> N
         proc.wait(timeout=300)
 
 
-def ensure_members(count: int) -> tuple[list, bool]:
-    """Members 1..count running (members.sh adds the missing ones), and whether any were started."""
+def ensure_members(count: int) -> list:
+    """Members 1..count running (members.sh adds the missing ones)."""
     members = member_handles(count, NODES)
-    if all(m.kubeconfig.exists() and m.ready() for m in members):
-        return members, False
-    env = dict(os.environ, KO_MEMBERS_LIGHT=LIGHT)
-    subprocess.run([str(HACK / "members.sh"), str(count), str(NODES)], check=True, capture_output=True, text=True,
-                   timeout=3600, env=env)
-    return members, True
+    if not all(m.kubeconfig.exists() and m.ready() for m in members):
+        env = dict(os.environ, KO_MEMBERS_LIGHT=LIGHT)
+        subprocess.run([str(HACK / "members.sh"), str(count), str(NODES)], check=True, capture_output=True,
+                       text=True, timeout=3600, env=env)
+    return members
 
 
 def measure(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess, karmadactl: Path) -> bool:
@@ -245,22 +244,29 @@ def main() -> int:
             return 0
         for n in SIZES:
             started = time.monotonic()
+            # Set before members.sh runs: it may start some before it fails or is interrupted.
+            started_members = started_members or not all(m.kubeconfig.exists() and m.ready()
+                                                         for m in member_handles(n, NODES))
             try:
-                members, new = ensure_members(n)
+                members = ensure_members(n)
             except subprocess.CalledProcessError as exc:
                 say(f"join {n} members  not measured: hack/testenv/members.sh {n} {NODES} failed: "
                     f"{(exc.stderr or '').strip()[-300:]}")
                 break
-            started_members = started_members or new
             say(f"{n} kwok member clusters ({NODES} nodes each{', light' if LIGHT == '1' else ''}; up in "
                 f"{time.monotonic() - started:.0f} s), Karmada {cr['spec']['karmadaVersion']} from our operator; "
                 f"logs in {work}")
             if not measure(fleet, members, operator, karmadactl):
                 break
     finally:
-        if operator is not None:
-            host.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--timeout=300s", check=False)
-            operator.stop()
+        # Each step on its own, so an interrupted or failed run still stops the operator (it holds
+        # port 8888) and the members it started.
+        with contextlib.suppress(Exception):
+            if operator is not None:
+                karmada_e2e.delete_karmada(host, NS, NAME)  # the unjoin of N members outlasts kubectl's 120 s
+        with contextlib.suppress(Exception):
+            if operator is not None:
+                operator.stop()
         crds.stop()
         if started_members:
             subprocess.run([str(HACK / "members.sh"), "--down"], capture_output=True, text=True, timeout=600)
