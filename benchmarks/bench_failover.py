@@ -381,76 +381,93 @@ def limit_of(usage: Usage) -> str:
 
 # ---- one size
 
+@contextlib.contextmanager
+def watched(out: dict, key: str):
+    """CPU and memory of the heavy processes while the block runs, into out[key] (also on errors)."""
+    usage = ProcessUsage(classifier())
+    try:
+        yield
+    finally:
+        out[key] = usage.finish()
+
+
 def run_size(size: int, karmada: Api, members: dict[str, Api]) -> dict:
     out: dict = {"size": size}
-    count = size // PER_DEPLOYMENT
-    remaining = [m for m in members if m != STOPPED]
+    try:
+        if spread(size, karmada, members, out):
+            failover(size, karmada, members, out)
+    except Exception as exc:  # noqa: BLE001 - reported with what was measured, then the cleanup runs
+        out["failed"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def spread(size: int, karmada: Api, members: dict[str, Api], out: dict) -> bool:
+    """Deployments over member1 and member2 until every replica runs; True when they do."""
     # every Cluster Ready and untainted, member3 not selected yet
     label_cluster(karmada, f"member{MEMBERS}", None)
     if not wait_until(lambda: all(settled(cluster(karmada, m)) for m in members), 600, 2):
         raise RuntimeError("the members are not all Ready and untainted")
-
-    classify = classifier()
-    usage = ProcessUsage(classify)
-    start = time.monotonic()
-    karmada.call("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
-                                                      "metadata": {"name": WORKLOAD_NS}})
-    karmada.call("POST", f"/apis/policy.karmada.io/v1alpha1/namespaces/{WORKLOAD_NS}/propagationpolicies",
-                 body=propagation_policy())
-    for i in range(count):
-        karmada.call("POST", f"/apis/apps/v1/namespaces/{WORKLOAD_NS}/deployments", body=deployment(i))
-    out["create"] = time.monotonic() - start
     spread_members = ["member1", "member2"]
-    if not wait_until(lambda: sum(deployments_ready(members[m]) for m in spread_members) >= size, TIMEOUT, 2):
-        out["spread_usage"] = usage.finish()
-        out["failed"] = (f"spread: {sum(deployments_ready(members[m]) for m in spread_members)}/{size} Running "
-                         f"after {TIMEOUT:.0f} s")
-        return out
-    out["spread"] = time.monotonic() - start
-    out["spread_usage"] = usage.finish()
+    with watched(out, "spread_usage"):
+        start = time.monotonic()
+        karmada.call("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
+                                                          "metadata": {"name": WORKLOAD_NS}})
+        karmada.call("POST", f"/apis/policy.karmada.io/v1alpha1/namespaces/{WORKLOAD_NS}/propagationpolicies",
+                     body=propagation_policy())
+        for i in range(size // PER_DEPLOYMENT):
+            karmada.call("POST", f"/apis/apps/v1/namespaces/{WORKLOAD_NS}/deployments", body=deployment(i))
+        out["create"] = time.monotonic() - start
+        if not wait_until(lambda: sum(deployments_ready(members[m]) for m in spread_members) >= size, TIMEOUT, 2):
+            out["failed"] = (f"spread: {sum(deployments_ready(members[m]) for m in spread_members)}/{size} "
+                             f"Running after {TIMEOUT:.0f} s")
+            return False
+        out["spread"] = time.monotonic() - start
     out["spread_pods"] = {m: pods_running(members[m]) for m in members}
-    evicted = deployments_ready(members[STOPPED])
-    out["evicted"] = evicted
+    return True
 
-    label_cluster(karmada, f"member{MEMBERS}", "target")
+
+def failover(size: int, karmada: Api, members: dict[str, Api], out: dict) -> bool:
+    """member3 selected too, member1's apiserver stopped, until every replica runs on the others."""
+    remaining = [m for m in members if m != STOPPED]
+    target = f"member{MEMBERS}"
+    out["evicted"] = deployments_ready(members[STOPPED])
+    label_cluster(karmada, target, "target")
     time.sleep(5)  # nothing should move: check that it did not
-    out["moved_by_label"] = deployments_ready(members[f"member{MEMBERS}"])
-
-    usage = ProcessUsage(classify)
-    t0 = time.monotonic()
-    stop_member_apiserver(STOPPED)
-    out["stopped"] = time.monotonic() - t0
+    out["moved_by_label"] = deployments_ready(members[target])
     marks: dict[str, float] = {}
-    tick = 0
-    while time.monotonic() - t0 < TIMEOUT:
-        now = time.monotonic() - t0
-        with contextlib.suppress(Exception):
-            obj = cluster(karmada, STOPPED)
-            if "not_ready" not in marks and condition(obj, "Ready").get("status") != "True":
-                marks["not_ready"] = now
-            if "tainted" not in marks and no_execute(obj):
-                marks["tainted"] = now
-        if "tainted" in marks and "rescheduled" not in marks and tick % 3 == 0:
-            with contextlib.suppress(Exception):
-                done, total = bindings_moved(karmada)
-                if total and done == total:
-                    marks["rescheduled"] = time.monotonic() - t0
-        with contextlib.suppress(Exception):
-            running = sum(deployments_ready(members[m]) for m in remaining)
-            if "first" not in marks and deployments_ready(members[f"member{MEMBERS}"]) > 0:
-                marks["first"] = time.monotonic() - t0
-            if running >= size:
-                marks["running"] = time.monotonic() - t0
-                break
-        tick += 1
-        time.sleep(1)
-    out["failover_usage"] = usage.finish()
     out["marks"] = marks
+    with watched(out, "failover_usage"):
+        t0 = time.monotonic()
+        stop_member_apiserver(STOPPED)
+        out["stopped"] = time.monotonic() - t0
+        tick = 0
+        while time.monotonic() - t0 < TIMEOUT:
+            now = time.monotonic() - t0
+            with contextlib.suppress(Exception):
+                obj = cluster(karmada, STOPPED)
+                if "not_ready" not in marks and condition(obj, "Ready").get("status") != "True":
+                    marks["not_ready"] = now
+                if "tainted" not in marks and no_execute(obj):
+                    marks["tainted"] = now
+            if "tainted" in marks and "rescheduled" not in marks and tick % 3 == 0:
+                with contextlib.suppress(Exception):
+                    done, total = bindings_moved(karmada)
+                    if total and done == total:
+                        marks["rescheduled"] = time.monotonic() - t0
+            with contextlib.suppress(Exception):
+                ready = {m: deployments_ready(members[m]) for m in remaining}
+                if "first" not in marks and ready[target] > 0:
+                    marks["first"] = time.monotonic() - t0
+                if sum(ready.values()) >= size:
+                    marks["running"] = time.monotonic() - t0
+                    break
+            tick += 1
+            time.sleep(1)
     if "running" not in marks:
         out["failed"] = f"failover: not every replica Running on {', '.join(remaining)} after {TIMEOUT:.0f} s"
-    else:
-        out["failover_pods"] = {m: pods_running(members[m]) for m in remaining}
-    return out
+        return False
+    out["failover_pods"] = {m: pods_running(members[m]) for m in remaining}
+    return True
 
 
 def clean_up_size(karmada: Api, members: dict[str, Api]) -> None:
@@ -458,12 +475,17 @@ def clean_up_size(karmada: Api, members: dict[str, Api]) -> None:
     start_members()
     if not wait_until(lambda: settled(cluster(karmada, STOPPED)), 600, 2):
         say(f"  cleanup: {STOPPED} not Ready and untainted again within 600 s")
+    path = f"/api/v1/namespaces/{WORKLOAD_NS}"
     with contextlib.suppress(Exception):
-        karmada.call("DELETE", f"/api/v1/namespaces/{WORKLOAD_NS}")
-    if not wait_until(lambda: not karmada.exists(f"/api/v1/namespaces/{WORKLOAD_NS}")
-                      and not any(api.exists(f"/api/v1/namespaces/{WORKLOAD_NS}") for api in members.values()),
-                      1800, 5):
-        say(f"  cleanup: namespace {WORKLOAD_NS} not gone from Karmada and every member within 1800 s")
+        karmada.call("DELETE", path)
+    if not wait_until(lambda: not karmada.exists(path), 900, 3):
+        say(f"  cleanup: namespace {WORKLOAD_NS} not gone from Karmada within 900 s")
+    # Karmada withdraws the namespace from the members; delete what is left (ours) and wait.
+    for api in members.values():
+        with contextlib.suppress(Exception):
+            api.call("DELETE", path)
+    if not wait_until(lambda: not any(api.exists(path) for api in members.values()), 1800, 5):
+        say(f"  cleanup: namespace {WORKLOAD_NS} not gone from every member within 1800 s")
     label_cluster(karmada, f"member{MEMBERS}", None)
 
 
@@ -481,7 +503,8 @@ def report(res: dict) -> None:
     if marks:
         def at(key: str) -> str:
             return f"{marks[key]:.1f} s" if key in marks else "not seen"
-        say(f"  failover of {res['evicted']} replicas from {STOPPED} (apiserver stopped in {res['stopped']:.1f} s): "
+        say(f"  failover of {res.get('evicted')} replicas from {STOPPED} (apiserver stopped in "
+            f"{res.get('stopped', 0):.1f} s): "
             f"Cluster not Ready {at('not_ready')}, NoExecute taint {at('tainted')}, bindings rescheduled "
             f"{at('rescheduled')}, first on member{MEMBERS} {at('first')}, all Running {at('running')}")
     if "running" in marks:
@@ -558,11 +581,7 @@ def main() -> int:
         karmada.call("POST", "/apis/policy.karmada.io/v1alpha1/clustertaintpolicies", body=CLUSTER_TAINT_POLICY)
         apis = {m.name: Api(m.kubeconfig) for m in members}
         for size in SIZES:
-            res = {"size": size}
-            try:
-                res = run_size(size, karmada, apis)
-            except Exception as exc:  # noqa: BLE001 - reported, then the cleanup runs
-                res["failed"] = f"{type(exc).__name__}: {exc}"
+            res = run_size(size, karmada, apis)
             report(res)
             results.append(res)
             clean_up_size(karmada, apis)
