@@ -16,8 +16,8 @@ seed scale):
    object, not a flag: CLUSTER_TAINT_POLICY).
 2. For each size in BENCH_FAILOVER_SIZES (total replicas, default 2000,5000,10000; the issue's
    full size is 40000): Deployments of BENCH_FAILOVER_PER_DEPLOYMENT replicas (default 100)
-   propagated by one PropagationPolicy, Divided and Weighted (equal weights) over the Clusters
-   with the label: half on member1, half on member2. "spread": from the first create to every
+   propagated by one PropagationPolicy, Divided and Weighted by available replicas over the
+   Clusters with the label: about half on member1, half on member2. "spread": from the first create to every
    replica Running, counted on the members' own apiservers (the Deployments' ready replicas,
    then the Running pods checked once).
 3. member3 gets the label (a Divided binding is not rescheduled by a label change, so nothing
@@ -273,8 +273,10 @@ def propagation_policy() -> dict:
                                    "labelSelector": {"matchLabels": {SPREAD_LABEL: "workload"}}}],
             "placement": {
                 "clusterAffinity": {"labelSelector": {"matchLabels": {SPREAD_LABEL: "target"}}},
-                "replicaScheduling": {"replicaSchedulingType": "Divided",
-                                      "replicaDivisionPreference": "Weighted"},
+                # By room (available replicas): the evicted replicas are shared by the remaining
+                # members, each one's kube-controller-manager creating its part.
+                "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+                                      "weightPreference": {"dynamicWeight": "AvailableReplicas"}},
             },
         },
     }
