@@ -63,8 +63,9 @@ SIZES = [int(s) for s in os.environ.get("BENCH_FAILOVER_SIZES", "2000,5000,10000
 NODES = int(os.environ.get("BENCH_FAILOVER_NODES", "2000"))
 PER_DEPLOYMENT = int(os.environ.get("BENCH_FAILOVER_PER_DEPLOYMENT", "100"))
 TIMEOUT = float(os.environ.get("BENCH_FAILOVER_TIMEOUT", "1800"))
-# Extra controller-manager flags for a tuning experiment, JSON: '{"resource-eviction-rate": "5"}'.
-CM_ARGS = json.loads(os.environ.get("BENCH_FAILOVER_CM_ARGS", "{}"))
+# More settings for a tuning experiment, JSON merged into spec.components, e.g.
+# '{"controllerManager": {"extraArgs": {"resource-eviction-rate": "5"}}}'.
+EXTRA_COMPONENTS = json.loads(os.environ.get("BENCH_FAILOVER_COMPONENTS", "{}"))
 NAME, NS = "bench", "karmada-system"
 WORKLOAD_NS = "bench-failover"
 MEMBERS = 3
@@ -142,10 +143,17 @@ def wait_until(predicate, timeout: float, interval: float = 1.0):
     return None
 
 
+def merged(base: dict, extra: dict) -> dict:
+    """``extra`` over a copy of ``base``, maps merged key by key."""
+    out = json.loads(json.dumps(base))
+    for key, value in extra.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 def failover_cr(crds) -> dict:
     cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256)
-    components = json.loads(json.dumps(FAILOVER_COMPONENTS))
-    components["controllerManager"]["extraArgs"].update(CM_ARGS)
+    components = merged(FAILOVER_COMPONENTS, EXTRA_COMPONENTS)
     components["descheduler"] = {"enabled": False}
     cr["spec"]["components"] = components
     cr["spec"]["members"] = [
@@ -599,7 +607,7 @@ def main() -> int:
             return 0
         say(f"Karmada {cr['spec']['karmadaVersion']} from our operator, Ready with {MEMBERS} members joined in "
             f"{time.monotonic() - started:.0f} s; failover settings from the spec (docs/performance.md, Failover)"
-            + (f", controller-manager extra {CM_ARGS}" if CM_ARGS else "") + f"; logs in {work}")
+            + (f", with {json.dumps(EXTRA_COMPONENTS)}" if EXTRA_COMPONENTS else "") + f"; logs in {work}")
         karmada = Api(fleet.kubeconfig())
         karmada.call("POST", "/apis/policy.karmada.io/v1alpha1/clustertaintpolicies", body=CLUSTER_TAINT_POLICY)
         apis = {m.name: Api(m.kubeconfig) for m in members}
