@@ -538,6 +538,10 @@ def report(res: dict) -> None:
             f"not answering {at('silent')}, process gone {stopped} (stop_bg kills after 30 s), "
             f"Cluster not Ready {at('not_ready')}, NoExecute taint {at('tainted')}, bindings rescheduled "
             f"{at('rescheduled')}, first on member{MEMBERS} {at('first')}, all Running {at('running')}")
+    if "rescheduled" in marks and "tainted" in marks:
+        bindings = size // PER_DEPLOYMENT
+        say(f"  rescheduling: {bindings} bindings in {marks['rescheduled'] - marks['tainted']:.1f} s from the taint, "
+            f"{(marks['rescheduled'] - marks['tainted']) / bindings:.2f} s per binding (taint manager and scheduler)")
     if "running" in marks:
         total = marks["running"]
         after_taint = total - marks.get("tainted", 0.0)
