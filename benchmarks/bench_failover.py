@@ -396,9 +396,10 @@ def limit_of(usage: Usage) -> str:
     if usage.machine_busy_avg > 0.85:
         return (f"CPU: the machine's {usage.cores} cores were {usage.machine_busy_avg:.0%} busy; the busiest "
                 f"process is {busiest} ({share:.2f} cores on average)")
-    return (f"not CPU or memory of the machine ({usage.machine_busy_avg:.0%} busy, "
-            f"{usage.mem_available_min_mib / 1024:.1f} GiB available at least): rate limits and timers "
-            f"(busiest process {busiest}, {share:.2f} cores)")
+    return (f"not the machine's CPU or memory as a whole ({usage.machine_busy_avg:.0%} busy, "
+            f"{usage.mem_available_min_mib / 1024:.1f} GiB available at least): one process's own pace "
+            f"(a single worker, client rate limits) or timers, see the times above (busiest process {busiest}, "
+            f"{share:.2f} cores)")
 
 
 # ---- one size
