@@ -89,6 +89,9 @@ def current(cr: Mapping[str, Any], now: dt.datetime | None = None) -> dict[str, 
     spec = cr.get("spec") or {}
     status = (cr.get("status") or {}).get("caRotation") or {}
     request = parse_request(spec.get("certificates"))
+    if request and request["ca"] == "etcd" and (spec.get("etcd") or {}).get("external"):
+        raise CaRotationError(f"{FIELD}.ca", "etcd is external (spec.etcd.external): its CA is not the operator's; "
+                                             "rotate it where that etcd is run and update its tlsSecretRef")
     if status.get("phase") in UNDER_WAY:
         return {k: status[k] for k in ("ca", "phase", "requestedAt", "oldSerial", "newSerial", "startedAt")
                 if status.get(k)}

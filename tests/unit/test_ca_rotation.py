@@ -109,6 +109,15 @@ def test_a_bring_your_own_karmada_ca_is_not_rotated():
     assert rot.current(cr, NOW)["phase"] == "Trusting"
 
 
+def test_the_etcd_ca_of_an_external_etcd_is_not_rotated():
+    cr = kd({"ca": "etcd", "requestedAt": ASKED})
+    cr["spec"]["etcd"] = {"external": {"endpoints": ["https://etcd:2379"], "tlsSecretRef": {"name": "t"}}}
+    with pytest.raises(rot.CaRotationError, match="spec.etcd.external"):
+        rot.current(cr, NOW)
+    cr["spec"]["certificates"]["caRotation"]["ca"] = "front-proxy"
+    assert rot.current(cr, NOW)["phase"] == "Trusting"
+
+
 def test_the_restart_marker_changes_per_phase_then_stays():
     base = {"ca": "karmada", "requestedAt": ASKED}
     markers = [rot.restart_marker({**base, "phase": p}) for p in ("Trusting", "Reissuing", "Dropping")]
