@@ -100,7 +100,10 @@ def current(cr: Mapping[str, Any], now: dt.datetime | None = None) -> dict[str, 
     last = status.get("requestedAt")
     if last and parse_time(last, "status.caRotation.requestedAt") >= parse_time(request["requestedAt"], FIELD):
         return {}
-    return {**request, "phase": "Trusting", "startedAt": iso(now or dt.datetime.now(dt.UTC))}
+    started = {**request, "phase": "Trusting", "startedAt": iso(now or dt.datetime.now(dt.UTC))}
+    if status.get("finishedAt"):
+        started["finishedAt"] = None  # status is written as a merge patch: null drops the last one's
+    return started
 
 
 def under_way(cr: Mapping[str, Any]) -> str:
@@ -153,7 +156,8 @@ def in_progress(rotation: Mapping[str, Any], pki_state: Mapping[str, Any]) -> di
     """``status.caRotation`` while this pass does its phase (serials from the PKI module)."""
     phase = str(rotation["phase"])
     return {
-        **{k: v for k, v in rotation.items() if k in ("ca", "requestedAt", "startedAt", "oldSerial", "newSerial")},
+        **{k: v for k, v in rotation.items()
+           if k in ("ca", "requestedAt", "startedAt", "oldSerial", "newSerial", "finishedAt")},
         "phase": phase,
         **{k: pki_state[k] for k in ("oldSerial", "newSerial") if pki_state.get(k)},
         "message": f"{phase}: {DOING[phase]}",

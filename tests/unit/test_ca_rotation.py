@@ -82,6 +82,9 @@ def test_done_stays_done_and_a_later_request_starts_a_second_rotation():
     assert rot.current(kd({"ca": "karmada", "requestedAt": "2026-12-01T00:00:00Z"}, done), NOW) == {}
     second = rot.current(kd({"ca": "front-proxy", "requestedAt": "2026-12-02T17:00:00+01:00"}, done), NOW)
     assert second["phase"] == "Trusting" and second["ca"] == "front-proxy"
+    # the status write is a merge patch: the first rotation's finishedAt is dropped with a null
+    assert second["finishedAt"] is None
+    assert rot.in_progress(second, {"oldSerial": "b2", "newSerial": "c3"})["finishedAt"] is None
     # the same instant in another zone is not later
     assert rot.current(kd({"ca": "karmada", "requestedAt": "2026-12-02T16:00:00+01:00"},
                           {**done, "requestedAt": "2026-12-02T15:00:00Z"}), NOW) == {}
