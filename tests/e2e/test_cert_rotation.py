@@ -376,6 +376,8 @@ def test_ca_rotation_keeps_members_working(fleet: Deployment, member_clusters):
     agent_secret = f"{NAME}-agent-{PULL}-kubeconfig"
     agent_before = kubeconfig_parts(secret_files(fleet, agent_secret)["karmada-kubeconfig"])
     assert agent_before and agent_before[0] == [old_ca] and signed_by(agent_before[1], old_ca)
+    agent_deployment = f"{NAME}-agent-{PULL}"
+    agent_generation = fleet.host.get("deployment", agent_deployment, "-n", NS)["metadata"]["generation"]
     pods = PodLog(fleet.host)
     time.sleep(2)
     present = set(pods.snapshot())
@@ -414,6 +416,8 @@ def test_ca_rotation_keeps_members_working(fleet: Deployment, member_clusters):
         if uid not in present:
             moved[p["app"]] = moved.get(p["app"], 0) + 1
     print("new pods per app during the rotation: " + ", ".join(f"{a} {n}" for a, n in sorted(moved.items())))
+    agent_rolls = fleet.host.get("deployment", agent_deployment, "-n", NS)["metadata"]["generation"] - agent_generation
+    print(f"the Pull agent's Deployment ({agent_deployment}) changed {agent_rolls} times")
     print(f"member checks not Ready: {not_ready or 'none'}; cluster.karmada.io not answering: {api_down or 'none'}")
     print(f"conditions: CARotated {condition(obj, 'CARotated')}; CertificatesValid "
           f"{condition(obj, 'CertificatesValid').get('message')}")
@@ -459,6 +463,7 @@ def test_ca_rotation_keeps_members_working(fleet: Deployment, member_clusters):
     assert karmada_leaves >= 15
     agent_after = kubeconfig_parts(secret_files(fleet, agent_secret)["karmada-kubeconfig"])
     assert agent_after and agent_after[0] == [new_ca] and signed_by(agent_after[1], new_ca)
+    assert agent_rolls >= 1  # it restarted with its new credentials
 
     # Inside karmada-apiserver: webhook, APIService and CRD conversion caBundles hold the new CA only.
     bundles = 0
