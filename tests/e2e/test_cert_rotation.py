@@ -75,6 +75,9 @@ def not_after(fleet: Deployment) -> dict[str, str]:
     return {c["name"]: c["notAfter"] for c in fleet.get().get("status", {}).get("certificates", [])}
 
 
+API_ERRORS: list[str] = []  # why cluster_ready found cluster.karmada.io not answering
+
+
 def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
@@ -181,6 +184,7 @@ def cluster_ready(fleet: Deployment, kubeconfig: Path, member: str = MEMBER) -> 
     cluster.karmada.io API (served by karmada-aggregated-apiserver) did not answer."""
     proc = fleet.karmadactl("get", "cluster", member, "-o", "json", kubeconfig=kubeconfig, check=False)
     if proc.returncode != 0:
+        API_ERRORS.append(f"{time.strftime('%H:%M:%S')} {member}: {proc.stderr.strip()[-300:]}")
         return ""
     return condition(json.loads(proc.stdout), "Ready").get("status") or "Unknown"
 
@@ -389,7 +393,10 @@ def test_ca_rotation_keeps_members_working(fleet: Deployment, member_clusters):
     not_ready: list[str] = []
     api_down: list[str] = []
 
+    checks = [0]
+
     def done():
+        checks[0] += 2
         for name in (MEMBER, PULL):
             ready = cluster_ready(fleet, fleet.kubeconfig(), name)  # a fresh admin kubeconfig each time
             if ready != "True":
@@ -418,7 +425,10 @@ def test_ca_rotation_keeps_members_working(fleet: Deployment, member_clusters):
     print("new pods per app during the rotation: " + ", ".join(f"{a} {n}" for a, n in sorted(moved.items())))
     agent_rolls = fleet.host.get("deployment", agent_deployment, "-n", NS)["metadata"]["generation"] - agent_generation
     print(f"the Pull agent's Deployment ({agent_deployment}) changed {agent_rolls} times")
-    print(f"member checks not Ready: {not_ready or 'none'}; cluster.karmada.io not answering: {api_down or 'none'}")
+    print(f"member checks not Ready: {not_ready or 'none'}; cluster.karmada.io not answering: {api_down or 'none'} "
+          f"(of {checks[0]} checks)")
+    for error in API_ERRORS[-len(api_down):] if api_down else []:
+        print(f"  {error}")
     print(f"conditions: CARotated {condition(obj, 'CARotated')}; CertificatesValid "
           f"{condition(obj, 'CertificatesValid').get('message')}")
 
