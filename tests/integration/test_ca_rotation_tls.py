@@ -15,6 +15,10 @@ apiserver's serving certificate verifies against the bundle of each phase, and a
 CA alone after Dropping. kube-apiserver is not restarted: it reloads ``--client-ca-file`` and its
 serving pair from disk, so the transition holds even before the operator's restart of it.
 
+The front-proxy CA the same way: a request with X-Remote-User from a front-proxy client of the
+old and of the new CA is taken for that user in Trusting and Reissuing, only the new one's after
+Dropping (kube-apiserver reloads --requestheader-client-ca-file).
+
 The etcd CA's rotation is run as the operator runs it (a 3-member etcd restarted one member at a
 time in each phase, then kube-apiserver): every member stays healthy after each restart, the
 objects written before are all there, and etcd ends up served and checked by the new CA alone.
@@ -211,3 +215,51 @@ def test_etcd_ca_rotation_with_the_operators_restarts_keeps_quorum_and_data(bin_
         etcd.stop()
     print("\netcd CA rotation, seconds per phase (files, 3 etcd restarts one at a time, kube-apiserver restart): "
           + ", ".join(f"{p} {s:.0f}" for p, s in took.items()))
+
+
+def test_front_proxy_clients_of_both_cas_during_the_transition_and_only_the_new_after(plane, tmp_path: Path):
+    """The front-proxy CA (kube-apiserver's --requestheader-client-ca-file): a request carrying
+    X-Remote-User from a front-proxy client certificate is taken for that user while its CA is
+    trusted. The rotation starts from what the Karmada CA test left in the volume (read back)."""
+    volume, _, api = plane
+    files = {str(p.relative_to(volume.root / "..data")): p.read_text()
+             for p in (volume.root / "..data").rglob("*") if p.is_file()}
+    trust = volume.root / "ca.crt"
+
+    def as_proxy(crt: str, key: str, name: str) -> str:
+        client = Client(tmp_path, name, crt, key)
+        reply = requests.post(
+            f"https://127.0.0.1:{api.port}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+            headers={"X-Remote-User": "proxied-user", "X-Remote-Group": "system:authenticated"},
+            cert=(str(client.crt), str(client.key)), verify=str(trust), timeout=10)
+        return reply.json()["status"]["userInfo"]["username"] if reply.status_code == 201 else \
+            f"HTTP {reply.status_code}"
+
+    old = (files["front-proxy-client.crt"], files["front-proxy-client.key"])
+    assert as_proxy(*old, "old-proxy") == "proxied-user"
+    seen = {}
+    trusting = karmada_pki.reconcile_pki({**pki_input(**DATA), "caRotation": {"ca": "front-proxy-ca",
+                                                                               "phase": "Trusting"}}, existing=files)
+    volume.write(trusting.files)
+    reissuing = karmada_pki.reconcile_pki({**pki_input(**DATA), "caRotation": {"ca": "front-proxy-ca",
+                                                                                "phase": "Reissuing"}},
+                                          existing=trusting.files)
+    new = (reissuing.files["front-proxy-client.crt"], reissuing.files["front-proxy-client.key"])
+    # kube-apiserver reloads the requestheader CA on the file event
+    wait_until(lambda: as_proxy(*new, "new-proxy") == "proxied-user", 90,
+               "a front-proxy client of the new CA accepted (Trusting)", api.process.log_tail)
+    seen["Trusting"] = (as_proxy(*old, "old-proxy"), as_proxy(*new, "new-proxy"))
+    volume.write(reissuing.files)
+    seen["Reissuing"] = (as_proxy(*old, "old-proxy"), as_proxy(*new, "new-proxy"))
+    dropping = karmada_pki.reconcile_pki({**pki_input(**DATA), "caRotation": {"ca": "front-proxy-ca",
+                                                                               "phase": "Dropping"}},
+                                         existing=reissuing.files)
+    volume.write(dropping.files)
+    wait_until(lambda: as_proxy(*old, "old-proxy") != "proxied-user", 90,
+               "the old front-proxy client refused (Dropping)", api.process.log_tail)
+    seen["Dropping"] = (as_proxy(*old, "old-proxy"), as_proxy(*new, "new-proxy"))
+    print("\nfront-proxy clients (old CA, new CA) taken for: "
+          + "; ".join(f"{p}: {o}, {n}" for p, (o, n) in seen.items()))
+    assert seen["Trusting"] == seen["Reissuing"] == ("proxied-user", "proxied-user")
+    assert seen["Dropping"][1] == "proxied-user" and seen["Dropping"][0] != "proxied-user"
