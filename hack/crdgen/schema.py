@@ -499,8 +499,25 @@ def certificates_schema() -> Schema:
                         "reconcile; they are not renewed through forceRenew", fieldPath=".certificates"),
                 ]},
             ),
+            "caRotation": obj(
+                "Rotate a CA with a trust transition (docs/certificates.md, 'Rotate the CA'): a new CA is "
+                "trusted beside the old one (Trusting), signs every leaf (Reissuing), then the old one is "
+                "dropped (Dropping); one reconcile pass per phase, each ending with every member Ready. "
+                "A requestedAt later than the last rotation's (status.caRotation.requestedAt) starts a new "
+                "rotation; the field may stay.",
+                {
+                    "ca": s("The CA to rotate: karmada (ca.crt, the Karmada API's CA), etcd (etcd/ca.crt) or "
+                            "front-proxy (front-proxy-ca.crt).", enum=["karmada", "etcd", "front-proxy"]),
+                    "requestedAt": s("When the rotation was asked for (RFC 3339, e.g. the current time).",
+                                     format="date-time"),
+                },
+                required=["ca", "requestedAt"],
+            ),
         },
         **{"x-kubernetes-validations": [
+            cel("!has(self.caRotation) || self.caRotation.ca != 'karmada' || !has(self.caSecretRef)",
+                "caRotation.ca: the Karmada CA is brought by caSecretRef and cannot be rotated by the operator; "
+                "replace the Secret instead", fieldPath=".caRotation.ca"),
             cel("!has(self.keySize) || ((has(self.keyAlgorithm) && self.keyAlgorithm == 'ECDSA') ? "
                 "self.keySize in [256, 384] : self.keySize in [2048, 3072, 4096])",
                 "keySize must be 2048, 3072 or 4096 for RSA and 256 or 384 for ECDSA", fieldPath=".keySize"),
@@ -744,6 +761,18 @@ def karmada_deployment_status() -> Schema:
                                       "startTime": s("Rollout start.", format="date-time"),
                                       "endTime": s("Rollout end (gate passed).", format="date-time"),
                                   })),
+            }),
+            "caRotation": obj("The last CA rotation (spec.certificates.caRotation) and how far it got; a "
+                              "restarted operator goes on from here.", {
+                "ca": s("The CA rotated: karmada, etcd or front-proxy."),
+                "phase": s("The phase the next pass does (Trusting, Reissuing, Dropping), or Done.",
+                           enum=["Trusting", "Reissuing", "Dropping", "Done"]),
+                "requestedAt": s("The spec's requestedAt this rotation answers.", format="date-time"),
+                "oldSerial": s("Serial (hex) of the CA being replaced."),
+                "newSerial": s("Serial (hex) of the new CA."),
+                "startedAt": s("When the first phase began.", format="date-time"),
+                "finishedAt": s("When the old CA was dropped (phase Done).", format="date-time"),
+                "message": s("What the phase does or waits for."),
             }),
             "readyMembers": s("Ready members / members in spec, e.g. 2/3."),
             "controlPlaneHash": s("Hash of the control-plane plan the last full reconcile converged to; a spec "

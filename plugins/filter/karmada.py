@@ -16,6 +16,7 @@ _MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
 if _MODULE_UTILS not in sys.path:
     sys.path.append(_MODULE_UTILS)
 
+import karmada_ca_rotation  # noqa: E402
 import karmada_upgrade  # noqa: E402
 from etcd_restore import restore_gate  # noqa: E402
 from karmada_cert_rollout import apiserver_pki_hash  # noqa: E402
@@ -70,6 +71,14 @@ def upgrade_started(cr: dict, version: str) -> dict:
     return karmada_upgrade.started(cr, version, datetime.now(UTC))
 
 
+def ca_rotation(cr: dict) -> dict:
+    """The CA rotation this pass works on ({} for none); a bad request fails the plan step."""
+    try:
+        return karmada_ca_rotation.current(_plain(cr), datetime.now(UTC))
+    except karmada_ca_rotation.CaRotationError as err:
+        raise AnsibleFilterError(str(err)) from err
+
+
 def kubeconfig_with_server(kubeconfig: str, server: str, tls_server_name: str = "") -> str:
     return with_server(_plain(kubeconfig), _plain(server), _plain(tls_server_name))
 
@@ -93,6 +102,15 @@ class FilterModule:
                 _plain(task), _plain(result or {}), pods=_plain(pods or [])),
             "karmada_kind": as_kind,
             "karmada_upgrade_started": upgrade_started,
+            "karmada_ca_rotation": ca_rotation,
+            "karmada_ca_rotation_pki": lambda rotation: karmada_ca_rotation.pki_input(_plain(rotation or {})),
+            "karmada_ca_rotation_marker": lambda rotation, status, ca="": karmada_ca_rotation.restart_marker(
+                _plain(rotation or {}), _plain(status or {}), str(ca or "")),
+            "karmada_ca_rotation_progress": lambda rotation, state: karmada_ca_rotation.in_progress(
+                _plain(rotation), _plain(state or {})),
+            "karmada_ca_rotation_advance": lambda rotation, ready, message: karmada_ca_rotation.advance(
+                _plain(rotation), bool(ready), str(message or ""), datetime.now(UTC)),
+            "karmada_ca_rotation_condition": lambda rotation: karmada_ca_rotation.condition(_plain(rotation)),
             "karmada_upgrade_finished": lambda record, steps: karmada_upgrade.finished(
                 _plain(record or {}), _plain(steps or []), datetime.now(UTC)),
             "karmada_upgrade_stopped": lambda record, steps, component, message: karmada_upgrade.stopped(

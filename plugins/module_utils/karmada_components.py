@@ -179,7 +179,8 @@ REGISTRY: tuple[Component, ...] = (
     Component(
         key="kubeControllerManager", binary="kube-controller-manager", suffix="kube-controller-manager",
         description="kube-controller-manager (for karmada-apiserver)", order=30, step="components",
-        image_source="kubernetes", command=("kube-controller-manager",), pki_files=("ca.crt", "ca.key", "sa.key"),
+        image_source="kubernetes", command=("kube-controller-manager",),
+        pki_files=("ca.crt", "ca-signer.crt", "ca.key", "sa.key"),
         probes=(Probe("livenessProbe", "/healthz", 10257, period=10, initial_delay=15, failure_threshold=8),),
         args={
             **_KUBECONFIG_ARGS,
@@ -188,7 +189,8 @@ REGISTRY: tuple[Component, ...] = (
             "bind-address": "0.0.0.0",
             "client-ca-file": "{pki}/ca.crt",
             "cluster-name": "{name}",
-            "cluster-signing-cert-file": "{pki}/ca.crt",
+            # one certificate, the CA whose key is ca.key: ca.crt is a bundle during a CA rotation
+            "cluster-signing-cert-file": "{pki}/ca-signer.crt",
             "cluster-signing-key-file": "{pki}/ca.key",
             # Only what a Karmada control plane needs: there are no nodes behind it.
             "controllers": "namespace,garbagecollector,serviceaccount-token,ttl-after-finished,bootstrapsigner,"

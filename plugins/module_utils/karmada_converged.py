@@ -14,6 +14,8 @@ compares; it ends at once, writing nothing, only when:
 * status says Ready at this generation;
 * every Deployment and StatefulSet has all its replicas ready on its current generation;
 * no certificate has entered its renewal window (``renewAt``, the soonest one);
+* no CA rotation is asked for or under way (``status.caRotation`` not ``Done``): each of its
+  phases is a full pass;
 * the last full pass is younger than ``recheck_after`` (objects inside karmada-apiserver,
   such as CRDs and APIServices, and what the operator does not own, are checked only by a
   full pass);
@@ -37,6 +39,11 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+try:
+    from ansible.module_utils import karmada_ca_rotation
+except ImportError:  # unit tests import module_utils directly
+    import karmada_ca_rotation  # type: ignore[no-redef]
 
 # What the operator owns on the host cluster, listed by its labels.
 OWNED_KINDS = (
@@ -169,6 +176,9 @@ def decide(cr: Mapping[str, Any], objects: list[Mapping[str, Any]], build: str, 
     due = _time(record.get("renewAt") or "")
     if due is not None and now >= due:
         return Decision(False, f"a certificate is due for renewal since {iso(due)}")
+    rotating = karmada_ca_rotation.under_way(cr)
+    if rotating:
+        return Decision(False, rotating)
     asked = full_pass_asked(cr)
     if asked != str(record.get("fullPass") or ""):
         return Decision(False, f"a full pass was asked for ({FULL_PASS_ANNOTATION}={asked})")

@@ -630,30 +630,39 @@ class Joiner:
                 self.result.changes.append("karmada: labels and taints on Cluster")
 
     def _agent_kubeconfig(self, existing_b64: str | None, server: str) -> str:
-        """The agent's kubeconfig for Karmada (base64), reused while its certificate is good."""
+        """The agent's kubeconfig for Karmada (base64), reused while its certificate is good.
+
+        ``self.ca`` is the PKI Secret's ``ca.crt`` (the trust bundle: two CAs during a CA rotation)
+        and ``ca.key`` (the CA that signs now). The kubeconfig trusts the bundle, so it follows a
+        rotation's phases: the bundle old+new, then a certificate from the new CA, then the new CA
+        alone (karmada_ca_rotation); a changed kubeconfig restarts the agent (its digest).
+        """
         ca_pem, ca_key_pem = self.ca  # type: ignore[misc]
-        ca_cert = pki.load_cert(ca_pem)
+        ca_cert = pki.signer_of(ca_pem, ca_key_pem)
+        user = agent_user(self.spec.name)
         if existing_b64:
             try:
                 conf = yaml.safe_load(base64.b64decode(existing_b64))
-                user = conf["users"][0]["user"]
-                cert = pki.load_cert(base64.b64decode(user["client-certificate-data"]))
+                creds = conf["users"][0]["user"]
+                crt = base64.b64decode(creds["client-certificate-data"]).decode()
+                cert = pki.load_cert(crt)
                 fresh = (pki.issued_by(cert, ca_cert)
                          and cert.not_valid_after_utc - dt.timedelta(days=AGENT_RENEW_DAYS) > _now()
-                         and pki.common_name(cert) == agent_user(self.spec.name)
-                         and conf["clusters"][0]["cluster"]["server"] == server)
+                         and pki.common_name(cert) == user)
                 if fresh:
-                    return existing_b64
-            except (ValueError, KeyError, TypeError, IndexError, yaml.YAMLError):
+                    # the same certificate, with the bundle and server of now (same text when unchanged)
+                    key = base64.b64decode(creds["client-key-data"]).decode()
+                    text = pki.render_kubeconfig("karmada", server, user, ca_pem, crt, key)
+                    return base64.b64encode(text.encode()).decode()
+            except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError, yaml.YAMLError):
                 pass
         key = pki.generate_key(pki.key_params_of(pki.load_key(ca_key_pem)) or pki.KeyParams("ECDSA", 256))
-        profile = pki.LeafProfile(name="karmada-agent", ca="ca", common_name=agent_user(self.spec.name),
+        profile = pki.LeafProfile(name="karmada-agent", ca="ca", common_name=user,
                                   usages=pki.CLIENT, organizations=(AGENT_GROUP,))
         now = _now()
         not_after = min(now + dt.timedelta(days=AGENT_CERT_DAYS), ca_cert.not_valid_after_utc)
         cert = pki.issue_leaf(profile, key, ca_cert, pki.load_key(ca_key_pem), now, not_after)
-        text = pki.render_kubeconfig("karmada", server, agent_user(self.spec.name), ca_pem,
-                                     pki.cert_pem(cert), pki.key_pem(key))
+        text = pki.render_kubeconfig("karmada", server, user, ca_pem, pki.cert_pem(cert), pki.key_pem(key))
         return base64.b64encode(text.encode()).decode()
 
     # ---- unjoin

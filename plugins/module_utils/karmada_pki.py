@@ -123,6 +123,8 @@ class PkiSpec:
     byo_cas: dict[str, ByoCa] = field(default_factory=dict)
     force_renew: tuple[str, ...] = ()
     force_renew_issued_before: dt.datetime | None = None
+    # a CA rotation's phase in this pass: (CA id, Trusting | Reissuing | Dropping), or None
+    ca_rotation: tuple[str, str] | None = None
 
 
 def _get(data: Mapping[str, Any], key: str, default: Any) -> Any:
@@ -385,7 +387,28 @@ def parse_spec(data: Mapping[str, Any]) -> PkiSpec:
         byo_cas=_byo_cas(certs),
         force_renew=force,
         force_renew_issued_before=_timestamp(data.get("forceRenewIssuedBefore"), "forceRenewIssuedBefore"),
+        ca_rotation=_ca_rotation(data.get("caRotation"), certs),
     )
+
+
+ROTATION_PHASES = ("Trusting", "Reissuing", "Dropping")
+
+
+def _ca_rotation(value: Any, certs: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``{ca: <CA id>, phase}`` (karmada_ca_rotation.pki_input) -> (CA id, phase)."""
+    if not value:
+        return None
+    if not isinstance(value, Mapping):
+        raise PkiInputError("caRotation", f"must be a mapping {{ca, phase}}, got {value!r}")
+    ca_id, phase = value.get("ca"), value.get("phase")
+    if ca_id not in CAS:
+        raise PkiInputError("caRotation.ca", f"{ca_id!r} is not one of {', '.join(CAS)}")
+    if phase not in ROTATION_PHASES:
+        raise PkiInputError("caRotation.phase", f"{phase!r} is not one of {', '.join(ROTATION_PHASES)}")
+    if certs.get(CAS[ca_id][2]):
+        raise PkiInputError(f"certificates.{CAS[ca_id][2]}",
+                            "a bring-your-own CA cannot be rotated by the operator; replace it instead")
+    return str(ca_id), str(phase)
 
 
 # --------------------------------------------------------------------------- keys and PEM
@@ -424,6 +447,27 @@ def cert_pem(cert: x509.Certificate) -> str:
 
 def load_cert(pem: str | bytes) -> x509.Certificate:
     return x509.load_pem_x509_certificate(pem.encode() if isinstance(pem, str) else pem)
+
+
+def load_bundle(pem: str | bytes) -> list[x509.Certificate]:
+    """Every certificate of a PEM bundle (a CA's ``ca.crt`` holds two during a rotation)."""
+    certs = x509.load_pem_x509_certificates(pem.encode() if isinstance(pem, str) else pem)
+    if not certs:
+        raise ValueError("no PEM certificate")
+    return certs
+
+
+def bundle_pem(certs: Iterable[x509.Certificate]) -> str:
+    return "".join(cert_pem(c) for c in certs)
+
+
+def signer_of(bundle: str | bytes, key: str | bytes) -> x509.Certificate:
+    """The certificate of a bundle that belongs to ``key`` (the CA that signs now)."""
+    private = load_key(key, validate=False)
+    for cert in load_bundle(bundle):
+        if key_matches(cert, private):
+            return cert
+    raise ValueError("no certificate of the bundle matches the CA key")
 
 
 def load_key(pem: str | bytes, validate: bool = True) -> PrivateKey:
@@ -593,6 +637,12 @@ def leaf_profiles(spec: PkiSpec) -> list[LeafProfile]:
         LeafProfile("etcd/healthcheck-client", "etcd/ca", "etcd-healthcheck-client", CLIENT),
     ]
     return profiles
+
+
+def leaves_of(spec: PkiSpec, ca_id: str) -> list[str]:
+    """The leaves a CA signs (what a rotation of it re-issues); the Karmada CA also signs the
+    client certificate of every kubeconfig."""
+    return [p.name for p in leaf_profiles(spec) if p.ca == ca_id]
 
 
 def kubeconfig_profiles(spec: PkiSpec) -> list[KubeconfigProfile]:
@@ -790,6 +840,8 @@ class PkiResult:
     changes: list[dict[str, Any]]
     warnings: list[str]
     removed: list[str]
+    # with a caRotation input: {oldSerial, newSerial, state} of the rotated CA after this run
+    rotation: dict[str, str] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -803,6 +855,7 @@ class PkiResult:
             "warnings": self.warnings,
             "removed": self.removed,
             "changed": self.changed,
+            "rotation": self.rotation,
         }
 
 
@@ -818,6 +871,8 @@ class _Run:
     cas: dict[str, tuple[x509.Certificate, PrivateKey]] = field(default_factory=dict)
     rotated: set[str] = field(default_factory=set)
     meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the rotated CA's serials and stored state after this run (caRotation input only)
+    rotation: dict[str, str] = field(default_factory=dict)
 
     def keep(self, stem: str) -> None:
         for ext in (".crt", ".key"):
@@ -834,17 +889,117 @@ def _ensure_ca(run: _Run, ca_id: str) -> None:
     if byo is not None:
         _use_byo_ca(run, ca_id, byo, key_name)
         return
-    pair = _load_pair(run.existing, stem)
-    reasons = [pair] if isinstance(pair, str) else ca_reasons(pair[0], ca_id, run.spec, run.now)
-    if not reasons and not isinstance(pair, str):
-        run.keep(stem)
-        run.cas[ca_id] = pair
+    stored = _load_ca(run.existing, stem)
+    rotating = run.spec.ca_rotation is not None and run.spec.ca_rotation[0] == ca_id
+    if rotating and not isinstance(stored, str):
+        _rotate_ca(run, ca_id, stored[0], stored[1], run.spec.ca_rotation[1])  # type: ignore[index]
+        return
+    if isinstance(stored, str):
+        reasons = [stored]
+    else:
+        reasons = ca_reasons(signer(stored[0], stored[1]), ca_id, run.spec, run.now)
+    if not reasons and not isinstance(stored, str):
+        run.keep(stem)  # the bundle as stored (one CA outside a rotation)
+        run.cas[ca_id] = (signer(stored[0], stored[1]), stored[1])
         return
     key = run.key_factory(run.spec.key)
     cert = issue_ca(common_name, key, run.now, run.spec.ca_validity)
     run.store(stem, cert, key, reasons)
     run.cas[ca_id] = (cert, key)
     run.rotated.add(ca_id)
+
+
+def _load_ca(existing: Mapping[str, str], stem: str) -> tuple[list[x509.Certificate], PrivateKey] | str:
+    """The stored CA bundle and signing key, or a reason they cannot be used."""
+    crt, key = existing.get(f"{stem}.crt"), existing.get(f"{stem}.key")
+    if not crt or not key:
+        return "missing"
+    try:
+        certs, private = load_bundle(crt), load_key(key, validate=False)
+    except (ValueError, TypeError):
+        return "unparseable"
+    if not any(key_matches(c, private) for c in certs):
+        return "key-mismatch"
+    return certs, private
+
+
+def signer(bundle: list[x509.Certificate], key: PrivateKey) -> x509.Certificate:
+    return next(c for c in bundle if key_matches(c, key))
+
+
+def _stored_key(existing: Mapping[str, str], name: str, bundle: list[x509.Certificate],
+                not_this: x509.Certificate) -> tuple[x509.Certificate, PrivateKey] | None:
+    """A stored extra CA key (``<stem>-next.key``, ``<stem>-previous.key``) and its certificate in
+    the bundle (not the signer's), or None."""
+    text = existing.get(name)
+    if not text:
+        return None
+    try:
+        private = load_key(text, validate=False)
+    except (ValueError, TypeError):
+        return None
+    for cert in bundle:
+        if cert != not_this and key_matches(cert, private):
+            return cert, private
+    return None
+
+
+def _rotate_ca(run: _Run, ca_id: str, bundle: list[x509.Certificate], key: PrivateKey, phase: str) -> None:
+    """One phase of a CA rotation (karmada_ca_rotation), from whatever state the files are in.
+
+    Stored state: ``<stem>.crt`` the bundle, ``<stem>.key`` the key that signs now,
+    ``<stem>-next.key`` the new CA's key while it is only trusted (Trusting),
+    ``<stem>-previous.key`` the old CA's key while it is only trusted (Reissuing). Each phase only
+    moves forward: a phase asked for again (a retried pass) or late (a stale copy of the
+    KarmadaDeployment) keeps what is stored.
+    """
+    stem, common_name, _ = CAS[ca_id]
+    current = signer(bundle, key)
+    nxt = _stored_key(run.existing, f"{stem}-next.key", bundle, current)
+    prev = _stored_key(run.existing, f"{stem}-previous.key", bundle, current)
+    run.cas[ca_id] = (current, key)
+    state = "reissuing" if prev else ("trusting" if nxt else "single")
+    if phase == "Trusting" and state == "single":
+        new_key = run.key_factory(run.spec.key)
+        new_cert = issue_ca(common_name, new_key, run.now, run.spec.ca_validity)
+        run.files[f"{stem}.crt"] = bundle_pem([current, new_cert])
+        run.files[f"{stem}.key"] = run.existing[f"{stem}.key"]
+        run.files[f"{stem}-next.key"] = key_pem(new_key)
+        run.changes.append({"name": stem, "reasons": ["ca-rotation-trusting"]})
+        run.rotation = {"oldSerial": _hex(current), "newSerial": _hex(new_cert), "state": "trusting"}
+        return
+    if phase == "Reissuing" and state == "trusting":
+        new_cert, new_key = nxt  # type: ignore[misc]
+        run.files[f"{stem}.crt"] = bundle_pem([current, new_cert])
+        run.files[f"{stem}.key"] = key_pem(new_key)
+        run.files[f"{stem}-previous.key"] = run.existing[f"{stem}.key"]
+        run.changes.append({"name": stem, "reasons": ["ca-rotation-reissuing"]})
+        run.cas[ca_id] = (new_cert, new_key)
+        run.rotated.add(ca_id)  # every leaf of this CA: ca-rotated
+        run.rotation = {"oldSerial": _hex(current), "newSerial": _hex(new_cert), "state": "reissuing"}
+        return
+    if phase == "Dropping" and (state != "single" or len(bundle) > 1):
+        run.files[f"{stem}.crt"] = cert_pem(current)
+        run.files[f"{stem}.key"] = run.existing[f"{stem}.key"]
+        run.changes.append({"name": stem, "reasons": ["ca-rotation-dropping"]})
+        olds = [c for c in bundle if c != current]
+        run.rotation = {"oldSerial": _hex(olds[0]) if olds else "", "newSerial": _hex(current), "state": "single"}
+        return
+    # already done (a retried pass, or a phase seen late): keep what is stored
+    run.keep(stem)
+    extra = {"trusting": (f"{stem}-next.key", nxt), "reissuing": (f"{stem}-previous.key", prev)}.get(state)
+    if extra:
+        run.files[extra[0]] = run.existing[extra[0]]
+    other = (nxt or prev or (None,))[0]
+    if state == "trusting":
+        run.rotation = {"oldSerial": _hex(current), "newSerial": _hex(other), "state": state}
+    else:
+        run.rotation = {"oldSerial": _hex(other) if other is not None else "", "newSerial": _hex(current),
+                        "state": state}
+
+
+def _hex(cert: x509.Certificate) -> str:
+    return format(cert.serial_number, "x")
 
 
 def _use_byo_ca(run: _Run, ca_id: str, byo: ByoCa, key_name: str) -> None:
@@ -938,12 +1093,31 @@ def _metadata(run: _Run, profiles: list[LeafProfile]) -> list[dict[str, Any]]:
     out = []
     for ca_id, (stem, _, key_name) in CAS.items():
         issuer = f"certificates.{key_name}" if ca_id in run.spec.byo_cas else "self-signed"
-        out.append(certificate_metadata(stem, load_cert(run.files[f"{stem}.crt"]), issuer))
+        current = run.cas[ca_id][0]
+        out.append(certificate_metadata(stem, current, issuer))
+        # during a rotation the bundle holds the other CA too: the one coming, or the one going
+        other = "next" if f"{stem}-next.key" in run.files else "previous"
+        for cert in load_bundle(run.files[f"{stem}.crt"]):
+            if cert != current:
+                out.append(certificate_metadata(f"{stem}-{other}", cert, issuer))
     for profile in profiles:
         out.append(
             certificate_metadata(profile.name, load_cert(run.files[f"{profile.name}.crt"]), profile.ca)
         )
     return out
+
+
+# The Karmada CA that signs, alone: kube-controller-manager's --cluster-signing-cert-file takes
+# exactly one certificate, and ca.crt is a bundle of two during a rotation.
+SIGNER_FILE = "ca-signer.crt"
+
+
+def _ensure_signer_file(run: _Run) -> None:
+    text = cert_pem(run.cas["ca"][0])
+    old = run.existing.get(SIGNER_FILE)
+    run.files[SIGNER_FILE] = text
+    if old != text:
+        run.changes.append({"name": "ca-signer", "reasons": ["missing" if old is None else "content-changed"]})
 
 
 def render_kubeconfig(cluster: str, server: str, user: str, ca: str, crt: str, key: str) -> str:
@@ -1000,6 +1174,7 @@ def reconcile_pki(
     run = _Run(spec, stored, now or dt.datetime.now(dt.UTC), key_factory)
     for ca_id in CAS:
         _ensure_ca(run, ca_id)
+    _ensure_signer_file(run)
     _ensure_service_account(run)
     profiles = leaf_profiles(spec)
     _check_force_renew(spec, profiles)
@@ -1007,7 +1182,7 @@ def reconcile_pki(
         _ensure_leaf(run, profile)
     _ensure_kubeconfigs(run)
     removed = sorted(set(stored) - set(run.files))
-    return PkiResult(run.files, _metadata(run, profiles), run.changes, run.warnings, removed)
+    return PkiResult(run.files, _metadata(run, profiles), run.changes, run.warnings, removed, run.rotation)
 
 
 def _check_force_renew(spec: PkiSpec, profiles: list[LeafProfile]) -> None:

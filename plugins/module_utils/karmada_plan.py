@@ -485,7 +485,8 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
     certificates.ca; everything else comes from here.
     """
     api = spec.get("apiServer") or {}
-    certs = {k: v for k, v in (spec.get("certificates") or {}).items() if k not in ("caSecretRef", "forceRenew")}
+    certs = {k: v for k, v in (spec.get("certificates") or {}).items()
+             if k not in ("caSecretRef", "forceRenew", "caRotation")}
     force = (spec.get("certificates") or {}).get("forceRenew") or {}
     return {
         "name": name,
@@ -511,6 +512,9 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
         # spec.certificates.forceRenew: re-issue what was issued before a time (once, declaratively).
         "force_renew": list(force.get("certificates") or ["leaves"]) if force else [],
         "force_renew_issued_before": str(force["issuedBefore"]) if force else None,
+        # spec.certificates.caRotation as asked (the phase of a pass comes from status:
+        # karmada_ca_rotation.current); here so that asking for one changes the plan's hash.
+        "ca_rotation_request": (spec.get("certificates") or {}).get("caRotation") or {},
         # The etcd members read their serving and peer pairs at every TLS handshake; only a new
         # etcd CA restarts them (the etcd pods' pki-hash covers these keys).
         "etcd_restart_mounts": {"etcd": ["ca.crt"]},

@@ -106,6 +106,16 @@ options:
         re-issued only if it was issued before this time (for example the time a user asked for rotation).
       - C(sa) has no issue time and stays one-shot.
     type: str
+  ca_rotation:
+    description:
+      - "One phase of a CA rotation with a trust transition: C({ca: ca|etcd/ca|front-proxy-ca,
+        phase: Trusting|Reissuing|Dropping}) (from C(spec.certificates.caRotation) and
+        C(status.caRotation), plugins/module_utils/karmada_ca_rotation.py)."
+      - C(Trusting) stores a new CA beside the old one (C(<ca>-next.key)) and makes C(<ca>.crt) the bundle
+        old+new; C(Reissuing) makes the new CA sign (the old key kept as C(<ca>-previous.key)) and re-issues
+        every leaf of that CA; C(Dropping) leaves the new CA alone in the bundle and drops the old key.
+        A phase asked for again keeps what is stored.
+    type: dict
 notes:
   - Check mode is supported; the result is computed but nothing is stored by this module anyway.
 """
@@ -186,6 +196,12 @@ secret_removals:
     component switched off) mapped to null: a JSON merge patch that removes them from the Secret.
   type: dict
   returned: always
+rotation:
+  description: >-
+    With O(ca_rotation): the rotated CA's C(oldSerial) and C(newSerial) (hex) and its stored
+    C(state) (single, trusting, reissuing) after this run; empty otherwise.
+  type: dict
+  returned: always
 secret_groups:
   description: >-
     KEY MATERIAL. The same set split for Secrets with valid data keys: C(pki) (Karmada and front-proxy
@@ -219,6 +235,7 @@ ARGUMENT_SPEC = {
     "existing_groups_base64": {"type": "bool", "default": False},
     "force_renew": {"type": "list", "elements": "str", "default": []},
     "force_renew_issued_before": {"type": "str"},
+    "ca_rotation": {"type": "dict"},
 }
 
 
@@ -242,6 +259,7 @@ def pki_input(params: dict) -> dict:
         "certificates": params["certificates"],
         "forceRenew": params["force_renew"],
         "forceRenewIssuedBefore": params["force_renew_issued_before"],
+        "caRotation": params["ca_rotation"] or None,
         "existing": existing,
     }
 
@@ -261,6 +279,7 @@ def main() -> None:
         changes=result.changes,
         removed=result.removed,
         pki_warnings=result.warnings,
+        rotation=result.rotation,
         files=result.files,
         secret_groups=secret_groups(result.files),
         # JSON merge patches (key: null) that drop removed files from the stored Secrets

@@ -176,6 +176,22 @@ def test_a_certificate_in_its_renewal_window_runs_the_full_pass():
     assert not decision.converged and "due for renewal since 2026-12-02T12:05:00Z" in decision.reason
 
 
+def test_a_ca_rotation_under_way_runs_full_passes():
+    """Each phase of a CA rotation is a full pass: no fast path, not even members-only, until Done."""
+    obj = recorded()
+    obj["status"]["caRotation"] = {"ca": "karmada", "phase": "Reissuing", "requestedAt": "2026-12-02T11:00:00Z"}
+    decision = kc.decide(obj, objects(), BUILD, NOW, 3600)
+    assert not decision.converged and not decision.control_plane
+    assert decision.reason == "CA rotation under way (karmada CA, phase Reissuing)"
+    obj["status"]["caRotation"]["phase"] = "Done"
+    assert kc.decide(obj, objects(), BUILD, NOW, 3600).converged
+    # a newer request than the last rotation's starts one: no fast path either
+    obj["spec"]["certificates"]["caRotation"] = {"ca": "etcd", "requestedAt": "2026-12-02T11:30:00Z"}
+    obj = recorded(obj)  # the request recorded by a full pass (the spec is in the fingerprint)
+    decision = kc.decide(obj, objects(), BUILD, NOW, 3600)
+    assert not decision.converged and decision.reason == "CA rotation under way (etcd CA, phase Trusting)"
+
+
 def test_members_must_be_ready_in_karmada_apiserver():
     def cluster(name, ready):
         return {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": ready}]}}
