@@ -49,6 +49,7 @@ from support import karmada_e2e
 from support.karmada_crds_server import serve
 from support.karmada_e2e import Deployment, operator_kubeconfig
 from support.operator_runtime import OperatorProcess
+from support.pki_fixtures import signed_by
 from support.readyz import ReadyzPoller
 from support.testenv import HostCluster, MemberCluster
 from support.waiting import condition, crds_established
@@ -350,14 +351,6 @@ def pem_certs(data: bytes) -> list[x509.Certificate]:
     except ValueError:
         return []
 
-
-def signed_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
-    """The signature checks out with the CA's public key (not a name comparison)."""
-    try:
-        cert.verify_directly_issued_by(ca)
-    except Exception:  # noqa: BLE001 - any failure means: not signed by it
-        return False
-    return True
 
 
 def kubeconfig_parts(data: bytes) -> tuple[list[x509.Certificate], x509.Certificate | None] | None:

@@ -32,10 +32,9 @@ from pathlib import Path
 
 import pytest
 import requests
-from cryptography import x509
 from test_cert_reload import SecretVolume, served
 
-from support.pki_fixtures import EtcdCluster, KubeApiserver, karmada_pki, pki_input, wait_until
+from support.pki_fixtures import EtcdCluster, KubeApiserver, karmada_pki, pki_input, signed_by, wait_until
 
 DATA = {"certificates": {"keyAlgorithm": "ECDSA", "keySize": 256}, "etcd": {"replicas": 1}}
 ADMIN = "karmada-admin"
@@ -44,13 +43,6 @@ ADMIN = "karmada-admin"
 def phase_input(phase: str) -> dict:
     return {**pki_input(**DATA), "caRotation": {"ca": "ca", "phase": phase}}
 
-
-def signed_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
-    try:
-        cert.verify_directly_issued_by(ca)
-    except Exception:  # noqa: BLE001 - any failure means: not signed by it
-        return False
-    return True
 
 
 @pytest.fixture(scope="module")

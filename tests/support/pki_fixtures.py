@@ -297,3 +297,12 @@ class TcpProxy:
                 dst.sendall(data)
         with contextlib.suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
+
+
+def signed_by(cert: Any, ca: Any) -> bool:
+    """The certificate's signature checks out with the CA's public key (not a name comparison)."""
+    try:
+        cert.verify_directly_issued_by(ca)
+    except Exception:  # noqa: BLE001 - any failure means: not signed by it
+        return False
+    return True

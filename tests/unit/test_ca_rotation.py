@@ -14,7 +14,7 @@ import yaml
 from cryptography import x509
 
 from support.pki_fixtures import karmada_pki as pki
-from support.pki_fixtures import pki_input
+from support.pki_fixtures import pki_input, signed_by
 
 NOW = dt.datetime(2026, 12, 2, 15, 0, tzinfo=dt.UTC)
 ASKED = "2026-12-02T15:00:00Z"
@@ -167,14 +167,6 @@ def bundle(files, stem="ca"):
 def key_of(files, name):
     return pki.load_key(files[name], validate=False)
 
-
-def signed_by(cert, ca_cert):
-    """The signature checks out with ca_cert's public key (not a name comparison)."""
-    try:
-        cert.verify_directly_issued_by(ca_cert)
-    except Exception:  # noqa: BLE001 - any failure means: not signed by it
-        return False
-    return True
 
 
 def leaves(files, stems):
