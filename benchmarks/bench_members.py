@@ -41,6 +41,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from bench_install import task_spans, task_times  # noqa: E402  (benchmarks/ is the script's directory)
+
 from support import karmada_e2e  # noqa: E402
 from support.karmada_crds_server import serve  # noqa: E402
 from support.memory import MemoryWatch  # noqa: E402
@@ -140,6 +142,14 @@ def bench_ours(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess
     plays = [s for s in (member_play_seconds(r) for r in new) if s is not None]
     if plays:
         PLAY["seconds"] = max(plays)
+    # Where the joining run's time went: the edit to its first task, then its slowest tasks.
+    joining = max(new, key=lambda r: member_play_seconds(r) or 0.0, default=None)
+    if joining is not None:
+        spans = task_spans(joining)
+        if spans:
+            PLAY["lag"] = spans[0][0] - (time.time() - (time.monotonic() - start))
+            PLAY["run"] = spans[-1][0] + spans[-1][1] - spans[0][0]
+        PLAY["top"] = task_times(joining, 8)
     detail = (f"{len(new)} reconcile run(s); member play {max(plays):.1f} s for {len(members)} members in parallel"
               if plays else f"{len(new)} reconcile run(s)")
     if ready_clusters(fleet) != {m.name for m in members}:
@@ -189,6 +199,10 @@ def measure(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess, k
     ours = bench_ours(fleet, members, operator)
     say(f"join {n} members  karmada-operator (ours, one spec patch): {figure(ours)}")
     play = dict(PLAY)
+    if "run" in play:
+        say(f"join {n} members  ours: the edit to the joining run's first task {play['lag']:.1f} s, that run "
+            f"{play['run']:.1f} s; its slowest tasks: "
+            + "; ".join(f"{name} {secs:.1f} s" for secs, name in play.get("top", [])))
     if "memory" in play:
         say(f"join {n} members  operator peak memory {play['memory']:.0f} MiB (PSS of ansible-operator and every "
             f"process it started, sampled each second, patch to the last run's end)")

@@ -314,7 +314,8 @@ def common_component_props(max_replicas: int = 100) -> Schema:
         "affinity": affinity(),
         "priorityClassName": s("PriorityClass of the pods.", maxLength=253, pattern=DNS1123_SUBDOMAIN),
         "extraArgs": extra_args(),
-        "featureGates": feature_gates("Feature gates for this component (added to spec.globals.featureGates)."),
+        "featureGates": feature_gates("Feature gates for this component, winning over spec.globals.featureGates (which "
+                                      "karmada-apiserver and kube-controller-manager do not get)."),
     }
 
 
@@ -639,7 +640,12 @@ def karmada_deployment_spec() -> Schema:
                     "labels": label_map("Labels added to every object the operator creates.", "spec.globals.labels",
                                         reserved=RESERVED_LABELS),
                     "annotations": string_map("Annotations added to every object the operator creates."),
-                    "featureGates": feature_gates("Feature gates passed to every Karmada component."),
+                    "featureGates": feature_gates(
+                        "Feature gates passed to every Karmada component (karmada-controller-manager, "
+                        "-scheduler, -webhook, -aggregated-apiserver and the optional ones). Not to "
+                        "karmada-apiserver or kube-controller-manager: they are Kubernetes binaries that "
+                        "refuse Karmada's gates; set theirs in spec.apiServer.featureGates and "
+                        "spec.components.kubeControllerManager.featureGates."),
                     "nodeSelector": string_map("Node labels every pod must match (a component's own wins)."),
                     "tolerations": tolerations("Taints every pod tolerates (added to a component's own)."),
                 },

@@ -22,7 +22,7 @@ from etcd_restore import restore_gate  # noqa: E402
 from karmada_cert_rollout import apiserver_pki_hash  # noqa: E402
 from karmada_converged import build_id  # noqa: E402
 from karmada_kubeconfig import with_server  # noqa: E402
-from karmada_members import members_status  # noqa: E402
+from karmada_members import member_jobs, member_results, members_status  # noqa: E402
 from karmada_observed import (  # noqa: E402
     certificates_condition,
     component_status,
@@ -128,4 +128,6 @@ class FilterModule:
                 _plain(restores or []), str(name), _plain(status or {})),
             "karmada_members_status": lambda spec, previous, results: members_status(
                 _plain(spec or []), _plain(previous or []), _plain(results or {})),
+            "karmada_member_jobs": lambda deployment: member_jobs(_plain(deployment or {})),
+            "karmada_member_results": lambda result, jobs: member_results(_plain(result or {}), _plain(jobs or [])),
         }

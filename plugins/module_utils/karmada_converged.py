@@ -23,7 +23,7 @@ compares; it ends at once, writing nothing, only when:
 
 When all but the last hold (a member not Ready yet: a join being retried), the control plane is
 as the last full pass left it (``control_plane``): the run skips the control-plane steps and
-goes to the member plays. Anything else runs the full pass, which repairs and reports. The
+goes to the member task. Anything else runs the full pass, which repairs and reports. The
 annotation ``operator.karmada.io/full-pass`` (any new value, e.g. the time) asks for a full pass
 now: annotation changes start a reconcile, and the check compares its value with the one the
 last full pass recorded (``fullPass``). It is kept out of the fingerprint, so the full pass it
@@ -152,7 +152,7 @@ class Decision:
     converged: bool
     reason: str
     # The control plane is as the last full pass left it; only the members need work (a run
-    # retrying a member that is not Ready yet goes straight to the member plays).
+    # retrying a member that is not Ready yet goes straight to the member task).
     control_plane: bool = False
 
 

@@ -33,10 +33,12 @@ member are reported, never raised, so the other members proceed.
 from __future__ import annotations
 
 import base64
+import binascii
 import datetime as dt
 import hashlib
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -44,7 +46,14 @@ import yaml
 
 try:  # as Ansible ships it to the module
     from ansible.module_utils import karmada_pki as pki
-    from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError, content_changed, kubeconfig_cluster
+    from ansible.module_utils.karmada_kube import (
+        Kube,
+        KubeConfigError,
+        KubeError,
+        content_changed,
+        kubeconfig_cluster,
+        load_kubeconfig_text,
+    )
 except ImportError:  # as plain Python (tests, plugins)
     import karmada_pki as pki  # type: ignore[no-redef]
     from karmada_kube import (  # type: ignore[no-redef]
@@ -53,6 +62,7 @@ except ImportError:  # as plain Python (tests, plugins)
         KubeError,
         content_changed,
         kubeconfig_cluster,
+        load_kubeconfig_text,
     )
 
 CLUSTER_API = "cluster.karmada.io/v1alpha1"
@@ -748,6 +758,120 @@ class Joiner:
         self.result.message = "; ".join(notes + [f"removed from Karmada, but the member-side objects (namespace "
                                                  f"{CLUSTER_NAMESPACE}, service accounts, RBAC) are left: "
                                                  f"{message}; retried at the next reconcile"])
+
+
+# --------------------------------------------------------------------------- many members at once
+#
+# Every member of a KarmadaDeployment is joined or unjoined in one process, a thread each: the
+# work is waiting on three API servers, so threads overlap it as well as processes would, without
+# starting a Python interpreter and a Kubernetes client per member (docs/members.md, "Speed").
+# Each member has its own clients and its own Joiner; whatever goes wrong with one member ends as
+# that member's result and never reaches the others.
+
+
+@dataclass
+class Target:
+    """What every member's join shares: the host namespace, how to reach karmada-apiserver, the
+    Karmada CA (Pull members) and the agent's settings."""
+
+    namespace: str
+    karmada_secret: str  # the admin kubeconfig Secret (key ``kubeconfig``) in ``namespace``
+    karmada_server: str = ""  # overrides the kubeconfig's address
+    tls_server_name: str = ""
+    pki_secret: str = ""  # ca.crt and ca.key of the Karmada CA
+    agent: AgentSettings | None = None
+    wait: float = 180
+    teardown: bool = False
+    request_timeout: float = 20
+
+
+@dataclass
+class MemberJob:
+    spec: MemberSpec
+    present: bool = True  # join (True) or unjoin (False)
+    kubeconfig_secret: dict[str, str] = field(default_factory=dict)  # {name, key, namespace}
+
+
+def secret_value(host: Kube, namespace: str, name: str, key: str, what: str) -> str:
+    """A Secret's value as text; MemberProblem naming the Secret when it is missing or empty."""
+    try:
+        secret = host.get("v1", "Secret", name, namespace)
+    except KubeError as exc:
+        raise MemberProblem("HostUnreachable", f"reading Secret {namespace}/{name}: {exc.message}") from exc
+    if secret is None:
+        raise MemberProblem(f"{what}SecretMissing", f"Secret {namespace}/{name} ({what.lower()}) does not exist")
+    raw = (secret.get("data") or {}).get(key)
+    if not raw:
+        raise MemberProblem(f"{what}SecretMissing", f"Secret {namespace}/{name} has no key {key!r}")
+    try:
+        return base64.b64decode(raw).decode()
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        raise MemberProblem(f"Invalid{what}", f"Secret {namespace}/{name} key {key!r} is not text: {exc}") from exc
+
+
+def problem_result(present: bool, reason: str, message: str) -> dict[str, Any]:
+    return Result(state="Failed" if present else "Unjoining", reason=reason, message=message).as_dict()
+
+
+def run_member(job: MemberJob, target: Target, host_factory: Callable[[], Kube]) -> dict[str, Any]:
+    """One member's join or unjoin with clients of its own; the result as a dict, never raised."""
+    try:
+        host = host_factory()
+    except KubeConfigError as exc:
+        return problem_result(job.present, "HostCredentials", f"cannot load credentials for the host cluster: {exc}")
+    ref = job.kubeconfig_secret or {}
+
+    def member_kubeconfig() -> dict:
+        if not ref.get("name"):
+            raise MemberProblem("KubeconfigSecretMissing", "no kubeconfig Secret is known for this member")
+        text = secret_value(host, ref.get("namespace") or target.namespace, ref["name"], ref.get("key") or
+                            "kubeconfig", "Kubeconfig")
+        try:
+            return load_kubeconfig_text(text)
+        except ValueError as exc:
+            raise MemberProblem("InvalidKubeconfig", f"Secret {ref['name']} does not hold a usable kubeconfig: "
+                                f"{exc}") from exc
+
+    def karmada_client() -> Kube:
+        text = secret_value(host, target.namespace, target.karmada_secret, "kubeconfig", "KarmadaKubeconfig")
+        try:
+            return Kube.from_kubeconfig(text, timeout=target.request_timeout, server=target.karmada_server,
+                                        tls_server_name=target.tls_server_name,
+                                        where=f"Secret {target.namespace}/{target.karmada_secret}")
+        except KubeConfigError as exc:
+            raise MemberProblem("InvalidKarmadaKubeconfig", str(exc)) from None
+
+    clients = Clients(host=host, karmada_factory=karmada_client, member_kubeconfig=member_kubeconfig,
+                      timeout=target.request_timeout)
+    try:
+        ca = None
+        if job.spec.sync_mode == "Pull" and job.present:
+            ca = (secret_value(host, target.namespace, target.pki_secret, "ca.crt", "Pki"),
+                  secret_value(host, target.namespace, target.pki_secret, "ca.key", "Pki"))
+        joiner = Joiner(job.spec, clients, agent=target.agent, ca=ca, wait=target.wait, teardown=target.teardown)
+        return (joiner.join() if job.present else joiner.unjoin()).as_dict()
+    except MemberProblem as exc:
+        return problem_result(job.present, exc.reason, exc.message)
+    finally:
+        clients.close()
+        host.close()
+
+
+def run_members(jobs: list[MemberJob], target: Target, host_factory: Callable[[], Kube],
+                workers: int = 32, run: Callable[..., dict[str, Any]] = run_member) -> dict[str, dict[str, Any]]:
+    """Every job at once (at most ``workers`` threads): member name -> result. A crash in one
+    member's code becomes that member's result (reason OperatorError) and the others go on."""
+    def guarded(job: MemberJob) -> dict[str, Any]:
+        try:
+            return run(job, target, host_factory)
+        except Exception as exc:  # noqa: BLE001 - one member's bug must not stop the others
+            return problem_result(job.present, "OperatorError", f"{type(exc).__name__}: {exc}")
+
+    if not jobs:
+        return {}
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs))), thread_name_prefix="member") as pool:
+        results = list(pool.map(guarded, jobs))
+    return {job.spec.name: result for job, result in zip(jobs, results, strict=True)}
 
 
 def _now() -> dt.datetime:

@@ -197,7 +197,7 @@ def build_inventory(deployments: list[dict[str, Any]]) -> MemberInventory:
         dep_group = groups_of[(owner["namespace"], owner["name"])]
         inventory.groups.setdefault(dep_group, [])
         # A KarmadaDeployment being deleted keeps no member: every registered one is unjoined
-        # (its finalizer runs the member plays before the control plane goes). Unless its
+        # (its finalizer runs the member task before the control plane goes). Unless its
         # deletionPolicy is Retain: the memberships stay, with the kept etcd data (after a
         # restore elsewhere they belong to the new plane). Also in a normal run that sees the
         # deletion start while it goes on.
@@ -223,6 +223,39 @@ def build_inventory(deployments: list[dict[str, Any]]) -> MemberInventory:
     return inventory
 
 
+def member_jobs(deployment: dict[str, Any]) -> list[dict[str, Any]]:
+    """What one reconcile does with each member of one KarmadaDeployment, as the karmada_member
+    module's ``members`` option: the same plan as the inventory (build_inventory), every member
+    in spec (re)joined, every registered member gone from spec (or the whole deployment being
+    deleted) unjoined."""
+    out = []
+    for hostvars in build_inventory([deployment]).hosts.values():
+        out.append({
+            "name": hostvars["karmada_member_name"],
+            "state": "absent" if hostvars["karmada_member_action"] == "delete" else "present",
+            "sync_mode": hostvars["karmada_member_sync_mode"],
+            "provider": hostvars["karmada_member_provider"],
+            "region": hostvars["karmada_member_region"],
+            "zones": hostvars["karmada_member_zones"],
+            "labels": hostvars["karmada_member_labels"],
+            "taints": hostvars["karmada_member_taints"],
+            "agent_placement": hostvars["karmada_member_agent_placement"],
+            "kubeconfig_secret": hostvars["karmada_member_kubeconfig_secret"],
+        })
+    return out
+
+
+def member_results(module_result: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Member name -> result from the karmada_member module's answer. When the module itself
+    failed (no per-member results), every member it was given gets the module's message, so
+    status says why instead of keeping a stale entry."""
+    results = (module_result or {}).get("members")
+    if isinstance(results, dict):
+        return results
+    message = (module_result or {}).get("msg") or "the member task did not run"
+    return {job["name"]: {"msg": message} for job in jobs}
+
+
 # --------------------------------------------------------------------------- status after a run
 
 
@@ -230,7 +263,7 @@ def members_status(spec_members: list[dict[str, Any]], previous: list[dict[str, 
                    results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """``status.members``, ``readyMembers`` and the MembersReady condition after a member run.
 
-    ``results`` maps member name -> what the member play reported: the karmada_member module's
+    ``results`` maps member name -> what the member task reported: the karmada_member module's
     ``state``/``ready``/``reason``/``message`` plus the host's ``spec_hash``,
     ``kubeconfig_secret`` and ``sync_mode``. Members in spec without a result (their host did
     not run) keep their previous entry (or Pending); members gone from spec are dropped once

@@ -105,8 +105,12 @@ def _pod(spec: dict[str, Any], comp: dict[str, Any], default_replicas: int) -> d
     }
 
 
-def _gates(spec: dict[str, Any], comp: dict[str, Any]) -> dict[str, bool]:
-    gates = dict((spec.get("globals") or {}).get("featureGates") or {})
+def _gates(spec: dict[str, Any], comp: dict[str, Any], karmada_binary: bool = True) -> dict[str, bool]:
+    """A component's --feature-gates: spec.globals.featureGates, then its own. The global gates are
+    Karmada's and go to Karmada's own binaries only: kube-apiserver (karmada-apiserver) and
+    kube-controller-manager refuse to start on a gate they do not know (such as Failover); they
+    take only the gates set on them."""
+    gates = dict((spec.get("globals") or {}).get("featureGates") or {}) if karmada_binary else {}
     gates.update(comp.get("featureGates") or {})
     return gates
 
@@ -341,7 +345,7 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
         "serviceType": api.get("serviceType") or "ClusterIP",
         "nodePort": api.get("nodePort"),
         "port": APISERVER_PORT,
-        "args": _args(defaults, api.get("extraArgs"), _gates(spec, api), key="apiServer",
+        "args": _args(defaults, api.get("extraArgs"), _gates(spec, api, karmada_binary=False), key="apiServer",
                       field="spec.apiServer.extraArgs"),
         "pod": _pod(spec, api, int(api.get("replicas") or 1)),
         "externalLoadBalancer": {"addresses": list(lb.get("addresses") or []),
@@ -406,7 +410,7 @@ def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], na
     defaults = {flag: value.format(**context) for flag, value in comp.args.items()}
     if comp.etcd_client:
         defaults.update(etcd_client_args(etcd))
-    args = _args(defaults, cspec.get("extraArgs"), _gates(spec, cspec), key=comp.key,
+    args = _args(defaults, cspec.get("extraArgs"), _gates(spec, cspec, karmada_binary=not kube), key=comp.key,
                  field=f"spec.components.{comp.key}.extraArgs")
     return {
         "key": comp.key,

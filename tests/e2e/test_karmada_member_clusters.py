@@ -133,11 +133,15 @@ def test_second_reconcile_changes_nothing_on_any_member(fleet: Deployment):
     fleet.host.kubectl("annotate", "karmadadeployment", NAME, "-n", NS,
                        f"operator.karmada.io/full-pass={time.time()}", "--overwrite")
     new = fleet.wait_for(lambda: [d for d in fleet.runs() if d.name not in before], 600, "a new reconcile run")
-    stats = recaps(new[-1])
-    print(f"\nno-op reconcile with 3 members: {stats}")
-    assert set(stats) == {"localhost", f"{NS}/{NAME}/member1", f"{NS}/{NAME}/member2", f"{NS}/{NAME}/member3"}
-    for host, counters in stats.items():
-        assert counters["changed"] == 0 and counters["failed"] == 0, (host, counters)
+    stats, joins = recaps(new[-1]), karmada_e2e.member_results(new[-1])
+    print(f"\nno-op reconcile with 3 members: {stats}; members: "
+          f"{ {n: (r['state'], r['changed'], r['changes']) for n, r in joins.items()} }")
+    assert set(stats) == {"localhost"}  # every member in one task, a thread each
+    assert stats["localhost"]["changed"] == 0 and stats["localhost"]["failed"] == 0, stats
+    assert set(joins) == {"member1", "member2", "member3"}
+    for name, result in joins.items():
+        assert result["state"] == "Joined" and result["ready"] and not result["changed"], (name, result)
+        assert result["changes"] == [], (name, result)
     assert karmada_e2e.fast_path(new[-1])["converged"] is False
 
     # The fast path: an owned object touched, the run ends after its check, which read every

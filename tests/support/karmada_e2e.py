@@ -104,6 +104,16 @@ def fast_path(run: Path) -> dict:
     return {}
 
 
+def member_results(run: Path) -> dict[str, dict]:
+    """What a finished run's member task reported per member ({} when it did not run)."""
+    for event in (run / "job_events").glob("*.json"):
+        doc = json.loads(event.read_text())
+        data = doc.get("event_data") or {}
+        if doc.get("event") == "runner_on_ok" and data.get("task") == "Join or unjoin the members":
+            return (data.get("res") or {}).get("members") or {}
+    return {}
+
+
 def recaps(run: Path) -> dict[str, dict[str, int]]:
     """Every host's PLAY RECAP counters of a finished run."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", (run / "stdout").read_text())

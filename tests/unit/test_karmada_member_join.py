@@ -164,3 +164,48 @@ def test_a_member_removed_without_clean_unjoin_is_dropped_but_named_in_the_condi
         out["condition"]["message"]
     clean = km.members_status([], previous, {"gone": {"state": "Unjoined", "reason": "Unjoined", "message": "ok"}})
     assert "removed" not in clean["condition"]["message"]
+
+
+def _jobs(*names, present=True):
+    return [mj.MemberJob(spec=mj.MemberSpec(name=n), present=present, kubeconfig_secret={"name": f"{n}-kc"})
+            for n in names]
+
+
+def test_run_members_works_on_every_member_at_once_and_keys_results_by_name():
+    import threading
+
+    barrier = threading.Barrier(3, timeout=5)  # passes only when three members run at the same time
+
+    def run(job, target, host_factory):
+        barrier.wait()
+        return mj.Result(state="Joined", ready=True, reason="ClusterReady", message=job.spec.name).as_dict()
+
+    target = mj.Target(namespace="ns", karmada_secret="admin")
+    results = mj.run_members(_jobs("a", "b", "c"), target, host_factory=None, workers=8, run=run)
+    assert list(results) == ["a", "b", "c"]
+    assert all(r["state"] == "Joined" and r["message"] == n for n, r in results.items())
+
+
+def test_run_members_keeps_one_members_crash_to_itself():
+    def run(job, target, host_factory):
+        if job.spec.name == "bad":
+            raise KeyError("spec")
+        return mj.Result(state="Joined", ready=True).as_dict()
+
+    target = mj.Target(namespace="ns", karmada_secret="admin")
+    joins = mj.run_members(_jobs("good", "bad"), target, host_factory=None, run=run)
+    assert joins["good"]["state"] == "Joined"
+    assert (joins["bad"]["state"], joins["bad"]["reason"]) == ("Failed", "OperatorError")
+    assert "KeyError" in joins["bad"]["message"]
+    unjoins = mj.run_members(_jobs("bad", present=False), target, host_factory=None, run=run)
+    assert unjoins["bad"]["state"] == "Unjoining"  # an unjoin that crashed is retried, never dropped
+
+
+def test_run_member_without_host_credentials_is_that_members_failure():
+    def no_credentials():
+        raise mj.KubeConfigError("no kubeconfig")
+
+    target = mj.Target(namespace="ns", karmada_secret="admin")
+    result = mj.run_member(_jobs("m1")[0], target, no_credentials)
+    assert (result["state"], result["reason"]) == ("Failed", "HostCredentials")
+    assert "no kubeconfig" in result["message"]

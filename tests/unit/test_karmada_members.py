@@ -194,3 +194,36 @@ def test_thousand_members_are_fast():
     inv = km.build_inventory([deployment(members=members, status_members=status)])
     assert time.perf_counter() - start < 1.0
     assert len(inv.groups["add_member"]) == 500 and len(inv.groups["members_joined"]) == 500
+
+
+def test_member_jobs_join_spec_members_and_unjoin_removed_ones():
+    kept, changed, gone = member("m1"), member("m2", region="r2"), member("m3", syncMode="Pull")
+    obj = deployment(members=[kept, changed],
+                     status_members=[joined(kept), joined(member("m2")), joined(gone)])
+    jobs = km.member_jobs(obj)
+    assert [(j["name"], j["state"]) for j in jobs] == [("m1", "present"), ("m2", "present"), ("m3", "absent")]
+    m2 = jobs[1]
+    assert m2["region"] == "r2" and m2["kubeconfig_secret"] == {"name": "m2-kubeconfig", "key": "kubeconfig"}
+    assert jobs[2]["sync_mode"] == "Pull"
+    # exactly the karmada_member module's member options, nothing the module would refuse
+    assert set(m2) == {"name", "state", "sync_mode", "provider", "region", "zones", "labels", "taints",
+                       "agent_placement", "kubeconfig_secret"}
+
+
+def test_member_jobs_of_a_deployment_being_deleted_unjoin_everything_registered():
+    m1 = member("m1")
+    obj = deployment(members=[m1], status_members=[joined(m1), {"name": "never", "state": "Pending"}])
+    obj["metadata"]["deletionTimestamp"] = "2026-12-02T00:00:00Z"
+    assert [(j["name"], j["state"]) for j in km.member_jobs(obj)] == [("m1", "absent")]
+
+
+def test_member_results_from_the_module_or_its_failure_for_every_member():
+    jobs = [{"name": "m1"}, {"name": "m2"}]
+    ok = {"changed": False, "members": {"m1": {"state": "Joined", "ready": True}}}
+    assert km.member_results(ok, jobs) == ok["members"]
+    crashed = {"failed": True, "msg": "MODULE FAILURE: boom"}
+    results = km.member_results(crashed, jobs)
+    assert results == {"m1": {"msg": "MODULE FAILURE: boom"}, "m2": {"msg": "MODULE FAILURE: boom"}}
+    status = km.members_status([member("m1"), member("m2")], [], results)
+    assert [(e["state"], e["reason"]) for e in status["members"]] == [("Failed", "OperatorError")] * 2
+    assert status["retry"] and "boom" in status["condition"]["message"]

@@ -44,6 +44,19 @@ def test_flags_feature_gates_and_extra_args_win():
     assert cm["args"] == sorted(cm["args"])
 
 
+def test_global_feature_gates_reach_karmada_binaries_only():
+    cr = sample()
+    cr["spec"]["globals"]["featureGates"] = {"Failover": True}
+    cr["spec"]["apiServer"]["featureGates"] = {"APIServerTracing": True}
+    plan = kp.build_plan(cr)
+    for key in ("scheduler", "webhook", "aggregatedAPIServer", "controllerManager"):
+        assert any(a.startswith("--feature-gates=") and "Failover=true" in a for a in comp(plan, key)["args"]), key
+    # kube-apiserver and kube-controller-manager would refuse to start on a Karmada gate
+    assert "--feature-gates=APIServerTracing=true" in plan["apiserver"]["args"]
+    assert not any("Failover" in a for a in plan["apiserver"]["args"])
+    assert not any(a.startswith("--feature-gates") for a in comp(plan, "kubeControllerManager")["args"])
+
+
 def test_image_overrides_and_pull_settings():
     cr = sample()
     cr["spec"]["images"] = {"karmadaRegistry": "mirror.example/karmada", "kubernetesRegistry": "mirror.example/k8s",
