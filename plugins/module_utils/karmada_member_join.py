@@ -486,12 +486,17 @@ class Joiner:
             self._delete(kube, obj, where)
 
     def _until(self, check: Callable[[], Any], timeout: float) -> Any:
+        """Poll ``check`` until it returns something true or ``timeout`` passes. The first polls
+        come quickly (0.25 s, doubling up to ``poll``): a token or a Cluster's Ready condition is
+        often there within a second, and every member waits on a few of them in turn."""
         deadline = time.monotonic() + timeout
+        delay = min(0.25, self.poll)
         while True:
             value = check()
             if value or time.monotonic() >= deadline:
                 return value
-            self.sleep(self.poll)
+            self.sleep(delay)
+            delay = min(delay * 2, self.poll)
 
     def _member_reachable(self) -> Kube:
         member = self.clients.member()

@@ -209,3 +209,16 @@ def test_run_member_without_host_credentials_is_that_members_failure():
     result = mj.run_member(_jobs("m1")[0], target, no_credentials)
     assert (result["state"], result["reason"]) == ("Failed", "HostCredentials")
     assert "no kubeconfig" in result["message"]
+
+
+def test_waits_poll_quickly_first_then_every_poll_seconds():
+    slept = []
+    j = mj.Joiner(mj.MemberSpec(name="m1"), clients=None, poll=2, sleep=slept.append)
+    answers = iter([None, None, None, None, None, "token"])
+    assert j._until(lambda: next(answers), timeout=60) == "token"
+    assert slept == [0.25, 0.5, 1.0, 2, 2]
+
+
+def test_a_wait_that_never_succeeds_returns_the_last_answer_at_its_deadline():
+    j = mj.Joiner(mj.MemberSpec(name="m1"), clients=None, poll=0.01, sleep=lambda s: None)
+    assert j._until(lambda: None, timeout=0.05) is None
