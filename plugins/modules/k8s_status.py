@@ -45,6 +45,12 @@ options:
         conditions and status.observedGeneration. Default the object's current generation,
         which claims a spec edit made while the run was going on as seen.
     type: int
+  event:
+    description:
+      - An Event about the object (type Normal or Warning, reason, message), created only when
+        the status changed, so `kubectl describe` tells the story without one per reconcile.
+        Omitted, or an empty reason: no Event.
+    type: dict
   kubeconfig:
     description:
       - Path of a kubeconfig. Default the in-cluster service account (in a pod), then
@@ -75,6 +81,10 @@ status:
   description: The status after the update.
   returned: always
   type: dict
+event:
+  description: The name of the Event created, when one was.
+  returned: when an Event was created
+  type: str
 changed_fields:
   description: Top-level status keys that changed.
   returned: always
@@ -82,7 +92,10 @@ changed_fields:
   elements: str
 """
 
+from datetime import UTC, datetime  # noqa: E402
+
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.cr_pass import event_object  # noqa: E402
 from ansible.module_utils.k8s_conditions import ConditionError, status_patch  # noqa: E402
 from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
 
@@ -98,6 +111,7 @@ def main() -> None:
             "conditions": {"type": "list", "elements": "dict", "default": []},
             "kubeconfig": {"type": "path"},
             "observed_generation": {"type": "int"},
+            "event": {"type": "dict"},
         },
         supports_check_mode=True,
     )
@@ -137,6 +151,18 @@ def main() -> None:
                 if exc.status == 404:
                     module.exit_json(changed=False, status={}, changed_fields=[], msg="object not found")
                 module.fail_json(msg=f"writing status of {what}: {exc.status} {exc.reason}: {exc.message}")
+            event = p["event"] or {}
+            if event.get("reason"):
+                about = {**obj, "apiVersion": p["api_version"]}
+                want = {"type": event.get("type") or "Normal", "reason": str(event["reason"]),
+                        "message": str(event.get("message") or "")}
+                try:
+                    made = kube.create(event_object(about, want, datetime.now(UTC)))
+                except KubeError as exc:  # the status is written; a lost Event is not worth a failed run
+                    module.warn(f"status of {what} written, but its Event was not: {exc.status} {exc.message}")
+                else:
+                    module.exit_json(changed=True, status=new, changed_fields=changed_fields,
+                                     event=(made.get("metadata") or {}).get("name", ""))
     module.exit_json(changed=True, status=new, changed_fields=changed_fields)
 
 

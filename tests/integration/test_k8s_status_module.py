@@ -103,3 +103,30 @@ def test_the_plural_comes_from_discovery(server, tmp_path):
     assert result["changed"] is True, result
     obj = json.loads(server.kubectl("get", "statuspolicies", "p1", "-o", "json").stdout)
     assert obj["status"]["phase"] == "Active"
+
+
+def test_an_event_is_recorded_with_a_status_change_and_only_then(server, tmp_path):
+    cr = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "KarmadaDeployment",
+          "metadata": {"name": "told", "namespace": NS}, "spec": {}}
+    server.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(cr))
+    uid = json.loads(server.kubectl("get", "karmadadeployment", "told", "-n", NS, "-o", "json").stdout)[
+        "metadata"]["uid"]
+    failed = {"type": "MembersReady", "status": "False", "reason": "MemberUnreachable", "message": "m1 down"}
+    event = {"type": "Warning", "reason": "MemberUnreachable", "message": "m1 down"}
+
+    def events() -> list[dict]:
+        out = json.loads(server.kubectl("get", "events", "-n", NS, "-o", "json", "--field-selector",
+                                        "involvedObject.name=told").stdout)
+        return out["items"]
+
+    first = k8s_status(server, tmp_path, name="told", conditions=[failed], event=event)
+    assert first["changed"] is True and first["event"], first
+    [made] = events()
+    assert made["metadata"]["name"] == first["event"]
+    assert (made["type"], made["reason"], made["message"]) == ("Warning", "MemberUnreachable", "m1 down")
+    assert made["involvedObject"] == {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "KarmadaDeployment",
+                                      "name": "told", "namespace": NS, "uid": uid}
+
+    again = k8s_status(server, tmp_path, name="told", conditions=[failed], event=event)
+    assert again["changed"] is False and "event" not in again
+    assert len(events()) == 1
