@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,6 +104,22 @@ def member_play_seconds(run: Path) -> float | None:
     return max(stamps) - min(stamps) if len(stamps) >= 2 else None
 
 
+def member_steps(run: Path) -> list[tuple[str, float, float]]:
+    """Where the members' joins went, from the member task's result in one run (each member's
+    ``seconds`` per step): (step, median, max) over the members, in the order of the steps."""
+    per_step: dict[str, list[float]] = {}
+    for event in (run / "job_events").glob("*.json"):
+        with contextlib.suppress(ValueError, OSError):
+            data = json.loads(event.read_text())
+            if data.get("event") != "runner_on_ok" or not (data.get("event_data") or {}).get("task", "").startswith(
+                    "Join or unjoin"):
+                continue
+            for result in ((data["event_data"].get("res") or {}).get("members") or {}).values():
+                for step, secs in (result.get("seconds") or {}).items():
+                    per_step.setdefault(step, []).append(float(secs))
+    return [(step, statistics.median(v), max(v)) for step, v in per_step.items()]
+
+
 def quiet(fleet: karmada_e2e.Deployment, settle: float = 10) -> bool:
     """No run in progress and none finished in the last ``settle`` seconds."""
     artifacts = karmada_e2e.RUNNER_ROOT / NS / NAME / "artifacts"
@@ -150,6 +167,7 @@ def bench_ours(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess
             PLAY["lag"] = spans[0][0] - (time.time() - (time.monotonic() - start))
             PLAY["run"] = spans[-1][0] + spans[-1][1] - spans[0][0]
         PLAY["top"] = task_times(joining, 8)
+        PLAY["steps"] = member_steps(joining)
     detail = (f"{len(new)} reconcile run(s); member play {max(plays):.1f} s for {len(members)} members in parallel"
               if plays else f"{len(new)} reconcile run(s)")
     if ready_clusters(fleet) != {m.name for m in members}:
@@ -203,6 +221,9 @@ def measure(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess, k
         say(f"join {n} members  ours: the edit to the joining run's first task {play['lag']:.1f} s, that run "
             f"{play['run']:.1f} s; its slowest tasks: "
             + "; ".join(f"{name} {secs:.1f} s" for secs, name in play.get("top", [])))
+    if play.get("steps"):
+        say(f"join {n} members  ours: each member's join by step, median/max over the members: "
+            + "; ".join(f"{step} {med:.1f}/{top:.1f} s" for step, med, top in play["steps"]))
     if "memory" in play:
         say(f"join {n} members  operator peak memory {play['memory']:.0f} MiB (PSS of ansible-operator and every "
             f"process it started, sampled each second, patch to the last run's end)")

@@ -87,6 +87,8 @@ class Result:
     changed: bool = False
     changes: list[str] = field(default_factory=list)
     cluster_id: str = ""
+    # Wall seconds per step of this member's join (where a slow join went; not written to status).
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -438,6 +440,12 @@ class Joiner:
         self.poll = poll
         self.sleep = sleep
         self.result = Result(state="Joining")
+        self._mark = time.monotonic()
+
+    def _lap(self, step: str) -> None:
+        now = time.monotonic()
+        self.result.seconds[step] = round(self.result.seconds.get(step, 0.0) + now - self._mark, 2)
+        self._mark = now
 
     # ---- helpers
 
@@ -558,6 +566,7 @@ class Joiner:
     def join(self) -> Result:
         try:
             existing = self.clients.karmada().get(CLUSTER_API, "Cluster", self.spec.name)
+            self._lap("karmada reachable")
             if existing and (existing.get("spec") or {}).get("syncMode", "Push") != self.spec.sync_mode:
                 # The sync mode cannot change in place: take the member out first.
                 self.unjoin()
@@ -574,13 +583,16 @@ class Joiner:
 
     def _join_push(self) -> None:
         member = self._member_reachable()
+        self._lap("member reachable")
         for obj in member_push_objects(self.spec.name):
             self._apply(member, obj, "member")
+        self._lap("member objects")
         ca, token = self._token(member, push_sa(self.spec.name), CLUSTER_NAMESPACE)
         _, imp_token = self._token(member, "karmada-impersonator", CLUSTER_NAMESPACE)
         kube_system = member.get("v1", "Namespace", "kube-system") or {}
         cluster_id = (kube_system.get("metadata") or {}).get("uid") or ""
         self.result.cluster_id = cluster_id
+        self._lap("tokens")
         entry = kubeconfig_cluster(self.clients.member_kubeconfig())
         karmada = self.clients.karmada()
         self._apply(karmada, namespace(CLUSTER_NAMESPACE), "karmada")
@@ -588,7 +600,9 @@ class Joiner:
             self._apply(karmada, obj, "karmada")
         self._apply(karmada, cluster_object(self.spec, member.server, cluster_id, push=True,
                                             proxy_url=entry.get("proxy-url") or ""), "karmada")
+        self._lap("karmada objects")
         self._wait_ready()
+        self._lap("cluster ready")
 
     def _join_pull(self) -> None:
         if self.agent is None or self.ca is None:
@@ -820,6 +834,7 @@ def problem_result(present: bool, reason: str, message: str) -> dict[str, Any]:
 
 def run_member(job: MemberJob, target: Target, host_factory: Callable[[], Kube]) -> dict[str, Any]:
     """One member's join or unjoin with clients of its own; the result as a dict, never raised."""
+    started = time.monotonic()
     try:
         host = host_factory()
     except KubeConfigError as exc:
@@ -854,6 +869,7 @@ def run_member(job: MemberJob, target: Target, host_factory: Callable[[], Kube])
             ca = (secret_value(host, target.namespace, target.pki_secret, "ca.crt", "Pki"),
                   secret_value(host, target.namespace, target.pki_secret, "ca.key", "Pki"))
         joiner = Joiner(job.spec, clients, agent=target.agent, ca=ca, wait=target.wait, teardown=target.teardown)
+        joiner.result.seconds["host secrets"] = round(time.monotonic() - started, 2)
         return (joiner.join() if job.present else joiner.unjoin()).as_dict()
     except MemberProblem as exc:
         return problem_result(job.present, exc.reason, exc.message)

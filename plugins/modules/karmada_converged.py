@@ -72,6 +72,12 @@ control_plane:
   description: (check) True when the control plane is as the last full pass left it (only members may need work).
   returned: when mode is check
   type: bool
+service_ips:
+  description:
+    - (check) The cluster IP of every Service the operator owns, by name, as just listed: a run
+      that goes on with only the members reaches karmada-apiserver at it without another lookup.
+  returned: when mode is check
+  type: dict
 reason:
   description: Why (check), or what was recorded (record).
   returned: always
@@ -98,6 +104,11 @@ def owned(kube: Kube, namespace: str, selector: str) -> list[dict]:
         for obj in kube.list(api_version, kind, namespace=namespace, label_selector=selector):
             objects.append({"kind": kind, **obj})
     return objects
+
+
+def service_ips(objects: list[dict]) -> dict[str, str]:
+    return {o["metadata"]["name"]: (o.get("spec") or {}).get("clusterIP") or ""
+            for o in objects if o["kind"] == "Service"}
 
 
 def members_check(kube: Kube, cr: dict, secret_name: str) -> str:
@@ -148,7 +159,8 @@ def main() -> None:
                 if decision.converged and p["admin_kubeconfig_secret"] and (cr.get("spec") or {}).get("members"):
                     reason = members_check(kube, cr, p["admin_kubeconfig_secret"]) or reason
                 module.exit_json(changed=False, converged=decision.converged and reason == decision.reason,
-                                 control_plane=decision.control_plane, reason=reason)
+                                 control_plane=decision.control_plane, reason=reason,
+                                 service_ips=service_ips(objects))
             try:
                 window = renewal_window((cr.get("spec") or {}).get("certificates") or {})
             except PkiInputError as exc:
