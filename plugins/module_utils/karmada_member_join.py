@@ -897,3 +897,61 @@ def run_members(jobs: list[MemberJob], target: Target, host_factory: Callable[[]
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+# --------------------------------------------------------------------------- the karmada_member task
+#
+# plugins/modules/karmada_member.py documents the options; plugins/action/karmada_member.py runs
+# this in the controller process (action_adapter.py).
+
+MEMBER_OPTIONS: dict[str, Any] = {
+    "name": {"type": "str", "required": True},
+    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "sync_mode": {"type": "str", "choices": ["Push", "Pull"], "default": "Push"},
+    "provider": {"type": "str", "default": ""},
+    "region": {"type": "str", "default": ""},
+    "zones": {"type": "list", "elements": "str", "default": []},
+    "labels": {"type": "dict", "default": {}},
+    "taints": {"type": "list", "elements": "dict", "default": []},
+    "agent_placement": {"type": "str", "choices": ["Member", "Host"], "default": "Member"},
+    "kubeconfig_secret": {"type": "dict", "required": True},
+}
+
+ARGUMENT_SPEC: dict[str, Any] = {
+    "members": {"type": "list", "elements": "dict", "required": True, "options": MEMBER_OPTIONS},
+    "namespace": {"type": "str", "required": True},
+    "karmada": {"type": "dict", "required": True},
+    "pki_secret": {"type": "str", "default": ""},
+    "agent": {"type": "dict", "default": {}},
+    "wait_timeout": {"type": "int", "default": 180},
+    "teardown": {"type": "bool", "default": False},
+    "request_timeout": {"type": "int", "default": 20},
+    "workers": {"type": "int", "default": 32},
+}
+
+
+def member_job(m: dict) -> MemberJob:
+    spec = MemberSpec(name=m["name"], sync_mode=m["sync_mode"], provider=m["provider"] or "",
+                      region=m["region"] or "", zones=list(m["zones"] or []),
+                      labels={str(k): str(v) for k, v in (m["labels"] or {}).items()},
+                      taints=[{k: str(v) for k, v in t.items() if v not in (None, "")} for t in m["taints"] or []],
+                      agent_placement=m["agent_placement"])
+    return MemberJob(spec=spec, present=m["state"] == "present", kubeconfig_secret=dict(m["kubeconfig_secret"]))
+
+
+def run(p: dict[str, Any], check_mode: bool = False, warn: Callable[[str], None] = lambda msg: None) -> dict[str, Any]:
+    """Every member of ``p["members"]`` joined or unjoined at once: {changed, members: {name: result}}."""
+    ns, karmada, agent_opts = p["namespace"], p["karmada"], p.get("agent") or {}
+    agent = AgentSettings(image=agent_opts.get("image") or "", pull_policy=agent_opts.get("pull_policy") or
+                          "IfNotPresent", pull_secrets=list(agent_opts.get("pull_secrets") or []),
+                          host_namespace=ns,
+                          karmada_server_in_cluster=agent_opts.get("karmada_server_in_cluster") or "",
+                          karmada_server_external=agent_opts.get("karmada_server_external") or "",
+                          owner={str(k): str(v) for k, v in (agent_opts.get("owner_labels") or {}).items()})
+    target = Target(namespace=ns, karmada_secret=karmada["admin_kubeconfig_secret"],
+                    karmada_server=karmada.get("server") or "", tls_server_name=karmada.get("tls_server_name") or "",
+                    pki_secret=p.get("pki_secret") or "", agent=agent, wait=p["wait_timeout"],
+                    teardown=p["teardown"], request_timeout=p["request_timeout"])
+    jobs = [member_job(m) for m in p["members"]]
+    results = run_members(jobs, target, lambda: Kube.default(timeout=p["request_timeout"]), workers=p["workers"])
+    return {"changed": any(r.get("changed") for r in results.values()), "members": results}

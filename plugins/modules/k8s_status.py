@@ -92,78 +92,13 @@ changed_fields:
   elements: str
 """
 
-from datetime import UTC, datetime  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.cr_pass import event_object  # noqa: E402
-from ansible.module_utils.k8s_conditions import ConditionError, status_patch  # noqa: E402
-from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
+from ansible.module_utils.module_run import module_main  # noqa: E402
+from ansible.module_utils.status_writer import ARGUMENT_SPEC, run  # noqa: E402
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "api_version": {"type": "str", "required": True},
-            "kind": {"type": "str", "required": True},
-            "name": {"type": "str", "required": True},
-            "namespace": {"type": "str"},
-            "status": {"type": "dict", "default": {}},
-            "conditions": {"type": "list", "elements": "dict", "default": []},
-            "kubeconfig": {"type": "path"},
-            "observed_generation": {"type": "int"},
-            "event": {"type": "dict"},
-        },
-        supports_check_mode=True,
-    )
-    p = module.params
-    what = f"{p['kind']} {p['name']}"
-    try:
-        # In the operator pod: the API server itself, not the runtime's caching proxy.
-        kube = Kube.default(p["kubeconfig"], in_cluster_first=True)
-    except KubeConfigError as exc:
-        module.fail_json(msg=str(exc))
-    with kube:
-        try:
-            obj = kube.get(p["api_version"], p["kind"], p["name"], p["namespace"])
-        except KubeError as exc:
-            module.fail_json(msg=f"reading {what}: {exc.status} {exc.reason}: {exc.message}")
-        if obj is None:
-            # The object is gone (deleted mid-reconcile): nothing to report on.
-            module.exit_json(changed=False, status={}, changed_fields=[], msg="object not found")
-        current = obj.get("status") or {}
-        try:
-            generation = p["observed_generation"]
-            if generation is None:
-                generation = obj["metadata"].get("generation")
-            new = status_patch(current, p["status"], p["conditions"], generation)
-        except ConditionError as exc:
-            module.fail_json(msg=str(exc))
-        if new is None:
-            module.exit_json(changed=False, status=current, changed_fields=[])
-        changed_fields = sorted(k for k in new if new.get(k) != current.get(k))
-        if not module.check_mode:
-            try:
-                # A merge patch of the status subresource: top-level status keys we set replace
-                # the current ones, the others stay.
-                kube.merge_patch(p["api_version"], p["kind"], p["name"], {"status": new}, p["namespace"],
-                                 subresource="status")
-            except KubeError as exc:
-                if exc.status == 404:
-                    module.exit_json(changed=False, status={}, changed_fields=[], msg="object not found")
-                module.fail_json(msg=f"writing status of {what}: {exc.status} {exc.reason}: {exc.message}")
-            event = p["event"] or {}
-            if event.get("reason"):
-                about = {**obj, "apiVersion": p["api_version"]}
-                want = {"type": event.get("type") or "Normal", "reason": str(event["reason"]),
-                        "message": str(event.get("message") or "")}
-                try:
-                    made = kube.create(event_object(about, want, datetime.now(UTC)))
-                except KubeError as exc:  # the status is written; a lost Event is not worth a failed run
-                    module.warn(f"status of {what} written, but its Event was not: {exc.status} {exc.message}")
-                else:
-                    module.exit_json(changed=True, status=new, changed_fields=changed_fields,
-                                     event=(made.get("metadata") or {}).get("name", ""))
-    module.exit_json(changed=True, status=new, changed_fields=changed_fields)
+    module_main(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True), run)
 
 
 if __name__ == "__main__":

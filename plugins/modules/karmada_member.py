@@ -152,68 +152,12 @@ members:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.karmada_kube import Kube  # noqa: E402
-from ansible.module_utils.karmada_member_join import (  # noqa: E402
-    AgentSettings,
-    MemberJob,
-    MemberSpec,
-    Target,
-    run_members,
-)
-
-MEMBER_OPTIONS = {
-    "name": {"type": "str", "required": True},
-    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-    "sync_mode": {"type": "str", "choices": ["Push", "Pull"], "default": "Push"},
-    "provider": {"type": "str", "default": ""},
-    "region": {"type": "str", "default": ""},
-    "zones": {"type": "list", "elements": "str", "default": []},
-    "labels": {"type": "dict", "default": {}},
-    "taints": {"type": "list", "elements": "dict", "default": []},
-    "agent_placement": {"type": "str", "choices": ["Member", "Host"], "default": "Member"},
-    "kubeconfig_secret": {"type": "dict", "required": True},
-}
-
-
-def member_job(m: dict) -> MemberJob:
-    spec = MemberSpec(name=m["name"], sync_mode=m["sync_mode"], provider=m["provider"] or "",
-                      region=m["region"] or "", zones=list(m["zones"] or []),
-                      labels={str(k): str(v) for k, v in (m["labels"] or {}).items()},
-                      taints=[{k: str(v) for k, v in t.items() if v not in (None, "")} for t in m["taints"] or []],
-                      agent_placement=m["agent_placement"])
-    return MemberJob(spec=spec, present=m["state"] == "present", kubeconfig_secret=dict(m["kubeconfig_secret"]))
+from ansible.module_utils.karmada_member_join import ARGUMENT_SPEC, run  # noqa: E402
+from ansible.module_utils.module_run import module_main  # noqa: E402
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "members": {"type": "list", "elements": "dict", "required": True, "options": MEMBER_OPTIONS},
-            "namespace": {"type": "str", "required": True},
-            "karmada": {"type": "dict", "required": True},
-            "pki_secret": {"type": "str", "default": ""},
-            "agent": {"type": "dict", "default": {}},
-            "wait_timeout": {"type": "int", "default": 180},
-            "teardown": {"type": "bool", "default": False},
-            "request_timeout": {"type": "int", "default": 20},
-            "workers": {"type": "int", "default": 32},
-        },
-        supports_check_mode=False,
-    )
-    p = module.params
-    ns, karmada, agent_opts = p["namespace"], p["karmada"], p["agent"] or {}
-    agent = AgentSettings(image=agent_opts.get("image") or "", pull_policy=agent_opts.get("pull_policy") or
-                          "IfNotPresent", pull_secrets=list(agent_opts.get("pull_secrets") or []),
-                          host_namespace=ns,
-                          karmada_server_in_cluster=agent_opts.get("karmada_server_in_cluster") or "",
-                          karmada_server_external=agent_opts.get("karmada_server_external") or "",
-                          owner={str(k): str(v) for k, v in (agent_opts.get("owner_labels") or {}).items()})
-    target = Target(namespace=ns, karmada_secret=karmada["admin_kubeconfig_secret"],
-                    karmada_server=karmada.get("server") or "", tls_server_name=karmada.get("tls_server_name") or "",
-                    pki_secret=p["pki_secret"], agent=agent, wait=p["wait_timeout"], teardown=p["teardown"],
-                    request_timeout=p["request_timeout"])
-    jobs = [member_job(m) for m in p["members"]]
-    results = run_members(jobs, target, lambda: Kube.default(timeout=p["request_timeout"]), workers=p["workers"])
-    module.exit_json(changed=any(r.get("changed") for r in results.values()), members=results)
+    module_main(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=False), run)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,83 @@
+"""The k8s_status task: write the status subresource of a custom resource (Kubernetes-style
+conditions), and an Event when it changed. plugins/modules/k8s_status.py documents the options;
+plugins/action/k8s_status.py runs this in the controller process (action_adapter.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+try:  # as Ansible ships it to a module
+    from ansible.module_utils.cr_pass import event_object
+    from ansible.module_utils.k8s_conditions import ConditionError, status_patch
+    from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError
+    from ansible.module_utils.module_run import ModuleFailed
+except ImportError:  # as plain Python (the action plugin, tests)
+    from cr_pass import event_object  # type: ignore[no-redef]
+    from k8s_conditions import ConditionError, status_patch  # type: ignore[no-redef]
+    from karmada_kube import Kube, KubeConfigError, KubeError  # type: ignore[no-redef]
+    from module_run import ModuleFailed  # type: ignore[no-redef]
+
+ARGUMENT_SPEC: dict[str, Any] = {
+    "api_version": {"type": "str", "required": True},
+    "kind": {"type": "str", "required": True},
+    "name": {"type": "str", "required": True},
+    "namespace": {"type": "str"},
+    "status": {"type": "dict", "default": {}},
+    "conditions": {"type": "list", "elements": "dict", "default": []},
+    "kubeconfig": {"type": "path"},
+    "observed_generation": {"type": "int"},
+    "event": {"type": "dict"},
+}
+
+
+def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> dict[str, Any]:
+    what = f"{p['kind']} {p['name']}"
+    try:
+        # In the operator pod: the API server itself, not the runtime's caching proxy.
+        kube = Kube.default(p.get("kubeconfig"), in_cluster_first=True)
+    except KubeConfigError as exc:
+        raise ModuleFailed(str(exc)) from None
+    with kube:
+        try:
+            obj = kube.get(p["api_version"], p["kind"], p["name"], p.get("namespace"))
+        except KubeError as exc:
+            raise ModuleFailed(f"reading {what}: {exc.status} {exc.reason}: {exc.message}") from None
+        if obj is None:
+            # The object is gone (deleted mid-reconcile): nothing to report on.
+            return {"changed": False, "status": {}, "changed_fields": [], "msg": "object not found"}
+        current = obj.get("status") or {}
+        generation = p.get("observed_generation")
+        if generation is None:
+            generation = obj["metadata"].get("generation")
+        try:
+            new = status_patch(current, p.get("status") or {}, p.get("conditions") or [], generation)
+        except ConditionError as exc:
+            raise ModuleFailed(str(exc)) from None
+        if new is None:
+            return {"changed": False, "status": current, "changed_fields": []}
+        changed_fields = sorted(k for k in new if new.get(k) != current.get(k))
+        out: dict[str, Any] = {"changed": True, "status": new, "changed_fields": changed_fields}
+        if check_mode:
+            return out
+        try:
+            # A merge patch of the status subresource: top-level status keys we set replace
+            # the current ones, the others stay.
+            kube.merge_patch(p["api_version"], p["kind"], p["name"], {"status": new}, p.get("namespace"),
+                             subresource="status")
+        except KubeError as exc:
+            if exc.status == 404:
+                return {"changed": False, "status": {}, "changed_fields": [], "msg": "object not found"}
+            raise ModuleFailed(f"writing status of {what}: {exc.status} {exc.reason}: {exc.message}") from None
+        event = p.get("event") or {}
+        if event.get("reason"):
+            about = {**obj, "apiVersion": p["api_version"]}
+            want = {"type": event.get("type") or "Normal", "reason": str(event["reason"]),
+                    "message": str(event.get("message") or "")}
+            try:
+                made = kube.create(event_object(about, want, datetime.now(UTC)))
+            except KubeError as exc:  # the status is written; a lost Event is not worth a failed run
+                warn(f"status of {what} written, but its Event was not: {exc.status} {exc.message}")
+            else:
+                out["event"] = (made.get("metadata") or {}).get("name", "")
+        return out
