@@ -13,8 +13,10 @@ from typing import Any
 
 try:  # as Ansible ships it to a module
     from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError
-except ImportError:  # as plain Python (tests)
+    from ansible.module_utils.module_run import ModuleFailed
+except ImportError:  # as plain Python (the action plugins, tests)
     from karmada_kube import Kube, KubeConfigError, KubeError  # type: ignore[no-redef]
+    from module_run import ModuleFailed  # type: ignore[no-redef]
 
 API_VERSION = "operator.karmada.io/v1alpha1"
 FOLLOW_ACTIONS = ("started", "running")  # a Job runs: a reconciler with ``follow`` may wait for it
@@ -71,26 +73,26 @@ def _one_pass(live: Kube, creator: Kube | None, obj: dict[str, Any], image: str,
     return rec, outcome, wrote
 
 
-def run(module: Any, kind: str, make: Callable[..., Any]) -> None:
-    """``make(live, obj, image, pull_policy=, creator=)`` returns a reconciler (an empty image: it
-    says so in status when it needs one) whose
-    ``reconcile()`` gives an Outcome (status, events, action, changed) and which has ``now``."""
-    p = module.params
-    image = p["image"] or os.environ.get(IMAGE_ENV, "")
+def run(p: Mapping[str, Any], kind: str, make: Callable[..., Any]) -> dict[str, Any]:
+    """One pass over the ``kind`` object ``p["name"]`` (the task's params): the task's result, or
+    ModuleFailed. ``make(live, obj, image, pull_policy=, creator=)`` returns a reconciler (an
+    empty image: it says so in status when it needs one) whose ``reconcile()`` gives an Outcome
+    (status, events, action, changed) and which has ``now``."""
+    image = p.get("image") or os.environ.get(IMAGE_ENV, "")
     try:
         # Live reads and status writes; Jobs through the runtime's proxy (when it runs us), which
         # adds the owner reference and watches them, so a Job's end triggers a pass.
-        live = Kube.default(p["kubeconfig"], in_cluster_first=True)
-        proxy = Kube.default(p["kubeconfig"])
+        live = Kube.default(p.get("kubeconfig"), in_cluster_first=True)
+        proxy = Kube.default(p.get("kubeconfig"))
     except KubeConfigError as exc:
-        module.fail_json(msg=str(exc))
-    via_proxy = bool(os.environ.get("K8S_AUTH_KUBECONFIG")) and not p["kubeconfig"]
+        raise ModuleFailed(str(exc)) from None
+    via_proxy = bool(os.environ.get("K8S_AUTH_KUBECONFIG")) and not p.get("kubeconfig")
     where = f"{kind} {p['namespace']}/{p['name']}"
     with live, proxy:
         try:
             obj = live.get(API_VERSION, kind, p["name"], p["namespace"])
             if obj is None:
-                module.exit_json(changed=False, action="none", phase="", msg=f"{kind} not found")
+                return {"changed": False, "action": "none", "phase": "", "msg": f"{kind} not found"}
             rec, outcome, wrote = _one_pass(live, proxy if via_proxy else None, obj, image, p, make)
             # A reconciler that can wait for its Job (``follow``) records a short one in this
             # pass, up to follow_seconds; the pass ends when the Job does or the time is up.
@@ -106,5 +108,5 @@ def run(module: Any, kind: str, make: Callable[..., Any]) -> None:
                 outcome = Outcome(later.status, later.events, later.action, outcome.changed or later.changed)
                 wrote = wrote or wrote_later
         except KubeError as exc:
-            module.fail_json(msg=f"{where}: {exc.status} {exc.reason}: {exc.message}")
-    module.exit_json(changed=outcome.changed or wrote, action=outcome.action, phase=outcome.status.get("phase", ""))
+            raise ModuleFailed(f"{where}: {exc.status} {exc.reason}: {exc.message}") from None
+    return {"changed": outcome.changed or wrote, "action": outcome.action, "phase": outcome.status.get("phase", "")}

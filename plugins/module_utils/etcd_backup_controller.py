@@ -32,13 +32,15 @@ from typing import Any
 try:  # as Ansible ships it to a module
     from ansible.module_utils import etcd_backup as eb
     from ansible.module_utils import k8s_conditions
-    from ansible.module_utils.cr_pass import Outcome
+    from ansible.module_utils.cr_pass import COMMON_ARGS, Outcome
+    from ansible.module_utils.cr_pass import run as run_cr_pass
     from ansible.module_utils.karmada_kube import Kube, KubeError, owner_reference
     from ansible.module_utils.karmada_upgrade import PRE_UPGRADE_ANNOTATION
 except ImportError:  # as plain Python (tests)
     import etcd_backup as eb  # type: ignore[no-redef]
     import k8s_conditions  # type: ignore[no-redef]
-    from cr_pass import Outcome  # type: ignore[no-redef]
+    from cr_pass import COMMON_ARGS, Outcome  # type: ignore[no-redef]
+    from cr_pass import run as run_cr_pass  # type: ignore[no-redef]
     from karmada_kube import Kube, KubeError, owner_reference  # type: ignore[no-redef]
     from karmada_upgrade import PRE_UPGRADE_ANNOTATION  # type: ignore[no-redef]
 
@@ -490,3 +492,15 @@ class BackupReconciler:
         return Outcome(out, [self._event("BackupStarted", f"Job {plan['jobName']} takes a snapshot {what} into "
                                                           f"{plan['storage']['type']} store")],
                        action="started", changed=True)
+
+
+# --------------------------------------------------------------------------- the etcd_backup task
+# plugins/modules/etcd_backup.py documents the options; plugins/action/etcd_backup.py runs it in the
+# controller process (action_adapter.py).
+
+ARGUMENT_SPEC: dict[str, Any] = {**COMMON_ARGS, "follow_seconds": {"type": "int", "default": 60}}
+
+
+def run_pass(p: Mapping[str, Any], check_mode: bool = False, warn: Any = None) -> dict[str, Any]:
+    """One pass over the EtcdBackup the task names (cr_pass.run)."""
+    return run_cr_pass(p, "EtcdBackup", BackupReconciler)

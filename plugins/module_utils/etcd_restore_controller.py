@@ -25,14 +25,16 @@ try:  # as Ansible ships it to a module
     from ansible.module_utils import etcd_backup as eb
     from ansible.module_utils import etcd_restore as er
     from ansible.module_utils import k8s_conditions
-    from ansible.module_utils.cr_pass import Outcome
+    from ansible.module_utils.cr_pass import COMMON_ARGS, Outcome
+    from ansible.module_utils.cr_pass import run as run_cr_pass
     from ansible.module_utils.etcd_backup_controller import job_finished, result_line
     from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError, load_kubeconfig_text
 except ImportError:  # as plain Python (tests)
     import etcd_backup as eb  # type: ignore[no-redef]
     import etcd_restore as er  # type: ignore[no-redef]
     import k8s_conditions  # type: ignore[no-redef]
-    from cr_pass import Outcome  # type: ignore[no-redef]
+    from cr_pass import COMMON_ARGS, Outcome  # type: ignore[no-redef]
+    from cr_pass import run as run_cr_pass  # type: ignore[no-redef]
     from etcd_backup_controller import job_finished, result_line  # type: ignore[no-redef]
     from karmada_kube import Kube, KubeConfigError, KubeError, load_kubeconfig_text  # type: ignore[no-redef]
 
@@ -345,3 +347,15 @@ class RestoreReconciler:
                 except KubeError:
                     continue
         return counts
+
+
+# --------------------------------------------------------------------------- the etcd_restore task
+# plugins/modules/etcd_restore.py documents the options; plugins/action/etcd_restore.py runs it in the
+# controller process (action_adapter.py).
+
+ARGUMENT_SPEC: dict[str, Any] = dict(COMMON_ARGS)
+
+
+def run_pass(p: Mapping[str, Any], check_mode: bool = False, warn: Any = None) -> dict[str, Any]:
+    """One pass over the EtcdRestore the task names (cr_pass.run)."""
+    return run_cr_pass(p, "EtcdRestore", RestoreReconciler)

@@ -58,12 +58,12 @@ phase:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.cr_pass import COMMON_ARGS, run  # noqa: E402
-from ansible.module_utils.etcd_restore_controller import RestoreReconciler  # noqa: E402
+from ansible.module_utils.etcd_restore_controller import ARGUMENT_SPEC, run_pass  # noqa: E402
+from ansible.module_utils.module_run import module_main  # noqa: E402
 
 
 def main() -> None:
-    run(AnsibleModule(argument_spec=COMMON_ARGS, supports_check_mode=False), "EtcdRestore", RestoreReconciler)
+    module_main(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=False), run_pass)
 
 
 if __name__ == "__main__":
