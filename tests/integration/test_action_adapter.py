@@ -52,7 +52,8 @@ def adhoc(tmp_path: Path, name: str, args: dict, check: bool = False) -> dict:
            "ANSIBLE_ACTION_PLUGINS": f"{tmp_path / 'action'}:{ROOT / 'plugins' / 'action'}",
            "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json"}
     ansible = str(Path(sys.executable).parent / "ansible")
-    cmd = [ansible, "localhost", "-m", name] + (["-a", json.dumps(args)] if args else []) + (["--check"] if check else [])
+    cmd = [ansible, "localhost", "-m", name] + (["-a", json.dumps(args)] if args else [])
+    cmd += ["--check"] if check else []
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
     return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
