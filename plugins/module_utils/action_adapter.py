@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import warnings
 from typing import Any
 
+from ansible.module_utils.common.json import AnsibleJSONEncoder
 from ansible.plugins.action import ActionBase
 from module_run import ModuleFailed, Run  # module_utils on sys.path (the plugin puts it there)
 
@@ -43,6 +45,9 @@ def in_process_action(argument_spec: dict[str, Any], run: Run, supports_check_mo
         def run(self, tmp=None, task_vars=None):
             result = super().run(tmp, task_vars)
             _, params = self.validate_argument_spec(argument_spec=argument_spec)
+            # Plain JSON types, as a module gets them: Ansible's templated values are its own
+            # str subclasses (AnsibleUnsafeText), which yaml.safe_dump, say, refuses.
+            params = json.loads(json.dumps(params, cls=AnsibleJSONEncoder))
             check_mode = bool(self._task.check_mode)
             if check_mode and not supports_check_mode:
                 result.update(skipped=True, msg="this task does not support check mode")

@@ -30,6 +30,9 @@ PLUGIN = textwrap.dedent('''
     def run(p, check_mode=False, warn=None):
         if p["fail"]:
             raise ModuleFailed("it failed", field="spec.something")
+        if p["text"]:
+            import yaml
+            return {"changed": False, "dumped": yaml.safe_dump({"text": p["text"]})}
         def talk(i):
             warnings.warn(f"thread {i} warns", UserWarning)
             print(f"thread {i} prints")
@@ -42,7 +45,8 @@ PLUGIN = textwrap.dedent('''
         warn("a note from run")
         return {"changed": False, "threads": len(threads), "check": check_mode}
 
-    ActionModule = in_process_action({"fail": {"type": "bool", "default": False}}, run,
+    ActionModule = in_process_action({"fail": {"type": "bool", "default": False},
+                                      "text": {"type": "str", "default": ""}}, run,
                                      supports_check_mode=%s)
 ''')
 
@@ -75,6 +79,32 @@ def test_threads_that_warn_and_print_end_and_say_so_in_the_warnings(plugins):
     assert "a note from run" in warns
     assert all(f"UserWarning: thread {i} warns" in warns for i in range(8)), warns
     assert "thread 3 prints" in warns and "thread 5 writes to stderr" in warns
+
+
+def test_values_templated_from_a_registered_result_are_plain_strings(plugins):
+    """A value templated from a registered result is Ansible's unsafe text, a str subclass
+    that yaml.safe_dump refuses ("cannot represent an object"): the member task's Pull join
+    failed on it. The task gets plain JSON types, as a module would."""
+    playbook = plugins / "play.yml"
+    playbook.write_text(textwrap.dedent('''
+        - hosts: localhost
+          connection: local
+          gather_facts: false
+          tasks:
+            - ansible.builtin.command: echo https://karmada-apiserver.example:5443
+              register: said
+              changed_when: false
+            - adapter_probe:
+                text: "{{ said.stdout }}"
+              register: probed
+            - ansible.builtin.assert:
+                that: "probed.dumped == 'text: https://karmada-apiserver.example:5443\\n'"
+    '''))
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_LOCAL_TEMP": str(plugins / "tmp"),
+           "ANSIBLE_ACTION_PLUGINS": f"{plugins / 'action'}:{ROOT / 'plugins' / 'action'}", "ANSIBLE_NOCOLOR": "1"}
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(playbook)],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stdout[-3000:]
 
 
 def test_a_failure_keeps_its_extra_keys(plugins):
