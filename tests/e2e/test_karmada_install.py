@@ -96,27 +96,30 @@ def install(host_cluster: HostCluster, bin_path, tmp_path_factory):
     crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
     host_cluster.kubectl("create", "namespace", NS, check=False)
     operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
-    operator.wait_healthy()
-    sample = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
-    sample["spec"]["crds"] = {"url": crds.url, "sha256": crds.sha256}
-    # The kubeconfig names the balancer's first DNS name, else its first address: an address
-    # here, so the stand-in balancer can be dialled; the DNS name goes into the certificate.
-    sample["spec"]["apiServer"]["externalLoadBalancer"] = {"addresses": [LB_ADDRESS], "port": LB_PORT}
-    sample["spec"]["apiServer"]["certSANs"] = ["karmada.example.test"]
-    sample["spec"].pop("members")  # member join is issue 7
-    start = time.monotonic()
-    host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(sample))
-    wait_for(lambda: condition(kd(host_cluster), "Ready").get("status") == "True", 1200, "Ready", operator)
-    elapsed = time.monotonic() - start
-    print(f"\napply-to-Ready: {elapsed:.0f}s")
-    state = {"operator": operator, "crds": crds, "host": host_cluster, "work": work, "ready_seconds": elapsed,
-             "kd": karmada_e2e.Deployment(host_cluster, operator, work, "karmada", NS)}
-    yield state
-    # Whatever a test left behind (normally removed by the deletion test), while the operator
-    # still runs to finalize it.
-    karmada_e2e.delete_karmada(host_cluster, NS)
-    operator.stop()
-    crds.stop()
+    # Torn down even when the setup fails: a leftover operator would reconcile the next module's Karmada too.
+    try:
+        operator.wait_healthy()
+        sample = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+        sample["spec"]["crds"] = {"url": crds.url, "sha256": crds.sha256}
+        # The kubeconfig names the balancer's first DNS name, else its first address: an address
+        # here, so the stand-in balancer can be dialled; the DNS name goes into the certificate.
+        sample["spec"]["apiServer"]["externalLoadBalancer"] = {"addresses": [LB_ADDRESS], "port": LB_PORT}
+        sample["spec"]["apiServer"]["certSANs"] = ["karmada.example.test"]
+        sample["spec"].pop("members")  # member join is issue 7
+        start = time.monotonic()
+        host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(sample))
+        wait_for(lambda: condition(kd(host_cluster), "Ready").get("status") == "True", 1200, "Ready", operator)
+        elapsed = time.monotonic() - start
+        print(f"\napply-to-Ready: {elapsed:.0f}s")
+        state = {"operator": operator, "crds": crds, "host": host_cluster, "work": work, "ready_seconds": elapsed,
+                 "kd": karmada_e2e.Deployment(host_cluster, operator, work, "karmada", NS)}
+        yield state
+    finally:
+        # Whatever a test left behind (normally removed by the deletion test), while the operator
+        # still runs to finalize it.
+        karmada_e2e.delete_karmada(host_cluster, NS)
+        operator.stop()
+        crds.stop()
 
 
 def test_sample_turns_ready_and_karmada_works(install):

@@ -79,24 +79,29 @@ def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_p
     crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
     host_cluster.kubectl("create", "namespace", NS, check=False)
     operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
-    operator.wait_healthy()
-    cr = karmada_e2e.sample()
-    cr["metadata"]["name"] = NAME
-    spec = cr["spec"]
-    spec["crds"] = {"url": crds.url, "sha256": crds.sha256}
-    spec["etcd"]["local"] = {"replicas": 1, "storage": {"type": "EmptyDir"}}
-    spec["apiServer"] = {"replicas": 1, "serviceType": "ClusterIP"}
-    spec["certificates"] = {"keyAlgorithm": "ECDSA"}
-    spec["members"] = MEMBERS
-    fleet = Deployment(host_cluster, operator, work, NAME, NS)
-    start = time.monotonic()
-    host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
-    fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 1500, "Ready with 3 members joined")
-    print(f"\napply-to-3-members-joined: {time.monotonic() - start:.0f}s")
-    yield fleet
-    karmada_e2e.delete_karmada(host_cluster, NS, NAME)
-    operator.stop()
-    crds.stop()
+    # Torn down even when the setup fails: a leftover operator would reconcile the next module's
+    # Karmada too (two operators issuing two CAs for one etcd).
+    try:
+        operator.wait_healthy()
+        cr = karmada_e2e.sample()
+        cr["metadata"]["name"] = NAME
+        spec = cr["spec"]
+        spec["crds"] = {"url": crds.url, "sha256": crds.sha256}
+        spec["etcd"]["local"] = {"replicas": 1, "storage": {"type": "EmptyDir"}}
+        spec["apiServer"] = {"replicas": 1, "serviceType": "ClusterIP"}
+        spec["certificates"] = {"keyAlgorithm": "ECDSA"}
+        spec["members"] = MEMBERS
+        fleet = Deployment(host_cluster, operator, work, NAME, NS)
+        start = time.monotonic()
+        host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
+        fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 1500,
+                       "Ready with 3 members joined")
+        print(f"\napply-to-3-members-joined: {time.monotonic() - start:.0f}s")
+        yield fleet
+    finally:
+        karmada_e2e.delete_karmada(host_cluster, NS, NAME)
+        operator.stop()
+        crds.stop()
 
 
 def test_three_members_join_and_turn_ready(fleet: Deployment):
