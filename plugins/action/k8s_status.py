@@ -13,7 +13,6 @@ if _MODULE_UTILS not in sys.path:
     sys.path.append(_MODULE_UTILS)
 
 import status_writer  # noqa: E402
-from action_adapter import in_process_action, preload_kubernetes  # noqa: E402
+from action_adapter import in_process_action  # noqa: E402
 
-preload_kubernetes()
 ActionModule = in_process_action(status_writer.ARGUMENT_SPEC, status_writer.run, supports_check_mode=True)

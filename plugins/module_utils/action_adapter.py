@@ -33,10 +33,14 @@ def preload_kubernetes() -> None:
     karmada_kube._dynamic_client_class()
 
 
-def in_process_action(argument_spec: dict[str, Any], run: Run, supports_check_mode: bool = False) -> type:
+def in_process_action(argument_spec: dict[str, Any], run: Run, supports_check_mode: bool = False,
+                      kubernetes: bool = True) -> type:
     """An ActionModule class that validates its arguments against ``argument_spec`` (as
     AnsibleModule would) and returns ``run(params, check_mode=, warn=)``; ModuleFailed becomes a
-    failed result."""
+    failed result. ``kubernetes``: the task talks to a cluster, so the client is imported now
+    (preload_kubernetes), while Ansible loads the plugin in its main process."""
+    if kubernetes:
+        preload_kubernetes()
 
     class ActionModule(ActionBase):
         TRANSFERS_FILES = False

@@ -16,8 +16,10 @@ from typing import Any
 
 try:
     from ansible.module_utils import karmada_components
-except ImportError:  # unit tests and hack/crdgen import module_utils directly
+    from ansible.module_utils.module_run import ModuleFailed
+except ImportError:  # unit tests, hack/crdgen and the action plugin import module_utils directly
     import karmada_components  # type: ignore[no-redef]
+    from module_run import ModuleFailed  # type: ignore[no-redef]
 
 # Defaults and paths have their home in the registry module.
 CRDS_URL_TEMPLATE = karmada_components.CRDS_URL_TEMPLATE
@@ -523,3 +525,18 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
         # etcd CA restarts them (the etcd pods' pki-hash covers these keys).
         "etcd_restart_mounts": {"etcd": ["ca.crt"]},
     }
+
+
+# --------------------------------------------------------------------------- the karmada_plan task
+# plugins/modules/karmada_plan.py documents it; plugins/action/karmada_plan.py runs it in the
+# controller process (action_adapter.py).
+
+ARGUMENT_SPEC: dict[str, Any] = {"resource": {"type": "dict", "required": True}}
+
+
+def run(p: dict[str, Any], check_mode: bool = False, warn: Any = None) -> dict[str, Any]:
+    """The plan of ``p["resource"]``; a spec the operator cannot act on fails naming ``field``."""
+    try:
+        return {"changed": False, "plan": build_plan(p["resource"])}
+    except PlanError as exc:
+        raise ModuleFailed(str(exc), field=exc.field) from None

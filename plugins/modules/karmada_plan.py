@@ -40,17 +40,12 @@ field:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.karmada_plan import PlanError, build_plan  # noqa: E402
+from ansible.module_utils.karmada_plan import ARGUMENT_SPEC, run  # noqa: E402
+from ansible.module_utils.module_run import module_main  # noqa: E402
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec={"resource": {"type": "dict", "required": True}},
-                           supports_check_mode=True)
-    try:
-        plan = build_plan(module.params["resource"])
-    except PlanError as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    module.exit_json(changed=False, plan=plan)
+    module_main(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True), run)
 
 
 if __name__ == "__main__":
