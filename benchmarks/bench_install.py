@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import karmada_operator_baseline as baseline  # noqa: E402
 
 from support.karmada_crds_server import karmada_version, serve  # noqa: E402
+from support.karmada_e2e import run_seconds  # noqa: E402
 from support.memory import MemoryWatch  # noqa: E402
 from support.operator_runtime import OperatorProcess  # noqa: E402
 from support.testenv import HACK, host_handle, settings  # noqa: E402
@@ -141,17 +142,6 @@ def runs(ns: str) -> dict[str, Path]:
     if not artifacts.is_dir():
         return {}
     return {d.name: d for d in artifacts.iterdir() if d.is_dir() and d.name != "latest"}
-
-
-def run_seconds(run: Path) -> float | None:
-    """First to last job event of one ansible-runner run."""
-    stamps = []
-    for event in (run / "job_events").glob("*.json"):
-        with contextlib.suppress(ValueError, OSError):
-            created = json.loads(event.read_text()).get("created")
-            if created:
-                stamps.append(datetime.fromisoformat(created).timestamp())
-    return max(stamps) - min(stamps) if len(stamps) >= 2 else None
 
 
 def task_starts(run: Path) -> tuple[list[tuple[float, dict]], float | None]:

@@ -700,9 +700,11 @@ def _ours(plan: Mapping[str, Any], snapshots: Sequence[store_lib.SnapshotInfo]) 
 
 
 def _stream_into(writer: store_lib.SnapshotWriter, client: EtcdClient, member: Status,
-                 follow: EtcdctlFollow | None, chunk_timeout: float) -> StreamedSnapshot:
+                 follow: EtcdctlFollow | None, chunk_timeout: float, whole: bool = False,
+                 phases: dict[str, float] | None = None) -> StreamedSnapshot:
     """Put the snapshot into ``writer``: etcdctl's file as it is written (checked on the way), or
-    the gateway stream."""
+    the gateway stream. ``whole`` (with etcdctl): the bytes are checked as they land and the
+    finished file goes to the store in one piece (``phases["upload"]``: how long that took)."""
     if follow is None:
         try:
             return stream_snapshot(client, writer.write, member.endpoint, chunk_timeout)
@@ -714,23 +716,29 @@ def _stream_into(writer: store_lib.SnapshotWriter, client: EtcdClient, member: S
     # One sha256 over the data, the writer's: etcd's trailer (the last 32 bytes) is held back
     # until the end and checked against the writer's hash of everything before it.
     tail, size = b"", 0
+    take = writer.note if whole else writer.write
     try:
         for blob in follow:
             size += len(blob)
             if len(blob) >= HASH_SIZE:
-                writer.write(tail)
-                writer.write(memoryview(blob)[:-HASH_SIZE])
+                take(tail)
+                take(memoryview(blob)[:-HASH_SIZE])
                 tail = bytes(blob[-HASH_SIZE:])
             else:
                 buf = tail + blob
-                writer.write(buf[:-HASH_SIZE])
+                take(buf[:-HASH_SIZE])
                 tail = buf[-HASH_SIZE:]
     except EtcdSnapshotError as exc:  # etcdctl failed: what was written is aborted with the writer
         raise BackupFailed(str(exc), "EtcdUnavailable") from exc
     if not (size > HASH_SIZE and size % 512 == HASH_SIZE and writer.sha256_digest() == tail):
         raise BackupFailed(f"snapshot from {member.endpoint} failed its sha256 check (etcd's trailer): the "
                            "file was cut or corrupted; not keeping it", "SnapshotCorrupted")
-    writer.write(tail)
+    take(tail)
+    if whole:
+        t_up = time.monotonic()
+        writer.from_file(follow.path)  # the bytes just checked: the size is compared first
+        if phases is not None:
+            phases["upload"] = round(time.monotonic() - t_up, 3)
     try:
         revision = snapshot_revision(follow.path)
     except EtcdSnapshotError as exc:
@@ -756,9 +764,10 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
     Raises BackupFailed (reason) or a StoreError (reason) and then nothing new is listed.
 
     With ``etcdctl`` (a path) the snapshot is taken by ``etcdctl snapshot save`` (gRPC) into
-    ``staging_dir`` and its bytes go to the store as they land (the snapshot and the upload
-    overlap), in one pass that also checks etcd's trailer; without it, through the JSON gateway
-    with no local copy (slower, no binary needed).
+    ``staging_dir`` and its bytes are checked as they land (etcd's trailer, one sha256 pass);
+    a volume takes them as they land (the snapshot and the write overlap), S3 takes the finished
+    file in one PUT when it fits (``store.whole_file_max``; larger ones go up in parts as they
+    land). Without it, through the JSON gateway with no local copy (slower, no binary needed).
     """
     started = clock()
     store.check()  # an unreachable store fails before etcd is asked for anything
@@ -774,9 +783,13 @@ def run_backup(plan: Mapping[str, Any], client: EtcdClient, store: store_lib.Sna
                                cacert=tls["ca"], cert=tls["cert"], key=tls["key"])
     try:
         with store.writer(name) as writer:
-            streamed = _stream_into(writer, client, member, follow, chunk_timeout)
+            # S3: a snapshot that fits one PUT is staged, checked as it lands, then sent whole (a
+            # multipart upload ends in a join of every part on the server); a volume takes the
+            # bytes as they land
+            whole = follow is not None and 0 < member.db_size <= store.whole_file_max
+            streamed = _stream_into(writer, client, member, follow, chunk_timeout, whole, phases)
             if follow is not None and follow.seconds is not None:
-                phases["snapshot"] = follow.seconds  # overlaps "store": the store takes bytes as they land
+                phases["snapshot"] = follow.seconds  # overlaps "store" unless staged whole ("upload" after it)
             phases["streamed"] = round(clock() - mark, 3)  # the last byte handed to the store
             after = None
             with contextlib.suppress(EtcdError):  # without it the upper bound is unknown; the trailer still holds

@@ -225,7 +225,7 @@ def test_second_reconcile_changes_nothing(install):
     host.kubectl("annotate", "service", "karmada-apiserver", "-n", NS, f"e2e/touch={time.time()}", "--overwrite")
     new = wait_for(lambda: [d for d in runs() if d.name not in before], 600, "a new reconcile run", operator)
     stats, fast = recap(new[-1]), karmada_e2e.fast_path(new[-1])
-    print(f"\nno-op reconcile (a Service touched): {stats}, fast path: {fast}")
+    print(f"\nno-op reconcile (a Service touched): {karmada_e2e.run_seconds(new[-1])} s, {stats}, fast path: {fast}")
     assert stats["changed"] == 0 and stats["failed"] == 0, stats
     assert fast["converged"] is True, fast
 
@@ -235,7 +235,7 @@ def test_second_reconcile_changes_nothing(install):
                  "--overwrite")
     new = wait_for(lambda: [d for d in runs() if d.name not in before], 600, "a new reconcile run", operator)
     stats, fast = recap(new[-1]), karmada_e2e.fast_path(new[-1])
-    print(f"no-op reconcile (full pass asked for): {stats}, fast path: {fast}")
+    print(f"no-op reconcile (full pass asked for): {karmada_e2e.run_seconds(new[-1])} s, {stats}, fast path: {fast}")
     assert fast["converged"] is False and "full pass was asked for" in fast["reason"], fast
     assert stats["changed"] == 0 and stats["failed"] == 0 and stats["ok"] > 50, stats
     assert pod_uids(host) == uids

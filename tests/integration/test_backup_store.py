@@ -267,6 +267,86 @@ def test_save_and_fetch_stream_without_holding_the_snapshot(under_test):
     assert fetch_peak < 8 * MiB, f"fetch held {fetch_peak / MiB:.1f} MiB"
 
 
+def staged_file(tmp_path: Path, total: int, seed: bytes) -> Path:
+    path = tmp_path / f"staged-{seed.decode()}.db"
+    with open(path, "wb") as f:
+        for chunk in random_chunks(total, seed=seed):
+            f.write(chunk)
+    return path
+
+
+def note_file(writer, path: Path) -> None:
+    with open(path, "rb") as f:
+        while chunk := f.read(MiB):
+            writer.note(chunk)
+
+
+def test_a_staged_file_noted_then_handed_over_whole_is_the_snapshot(under_test, tmp_path):
+    """note() hashes the bytes as they land, from_file() hands the finished file to the store.
+    S3 takes it in one PUT (its ETag is a plain md5, not the '-<parts>' of a multipart upload);
+    the volume copies it into place."""
+    store = under_test.store
+    path = staged_file(tmp_path, 12 * MiB, b"whole")  # more than two S3 parts
+    with store.writer("whole.db") as w:
+        note_file(w, path)
+        w.from_file(path)
+        info = w.commit(meta())
+    assert (info.sha256, info.size) == (hashlib.sha256(path.read_bytes()).hexdigest(), 12 * MiB)
+    assert store.verify("whole.db") == info  # read back from the store: the same bytes
+    assert hashlib.sha256(under_test.data_path("whole.db").read_bytes()).hexdigest() == info.sha256
+    if isinstance(store, S3Store):
+        etag = under_test.server.client().head_object(Bucket=store.bucket, Key=store.key("whole.db"))["ETag"]
+        assert etag.strip('"') == hashlib.md5(path.read_bytes()).hexdigest()  # noqa: S324 - S3's ETag
+        assert store.incomplete_uploads() == []
+
+
+def test_a_staged_file_larger_than_one_put_goes_up_in_parts(s3_server, tmp_path):
+    with s3_store(s3_server, single_put_max=8 * MiB) as store:
+        path = staged_file(tmp_path, 12 * MiB, b"parts")
+        with store.writer("parts.db") as w:
+            note_file(w, path)
+            w.from_file(path)
+            info = w.commit(meta())
+        etag = s3_server.client().head_object(Bucket=store.bucket, Key=store.key("parts.db"))["ETag"]
+        assert etag.strip('"').endswith("-3")  # 5 + 5 + 2 MiB: a multipart upload
+        assert store.verify("parts.db") == info
+
+
+def test_a_staged_file_that_differs_from_what_was_checked_is_refused(under_test, tmp_path):
+    store = under_test.store
+    path = staged_file(tmp_path, 6 * MiB, b"short")
+    with store.writer("short.db") as w:
+        note_file(w, path)
+        w.note(b"one byte more than the file")
+        with pytest.raises(store_lib.StoreWriteFailed, match="staged file"):
+            w.from_file(path)
+    assert store.list() == [] and under_test.raw_names() == []
+
+
+def test_a_whole_file_handed_over_but_never_committed_leaves_nothing(under_test, tmp_path):
+    """The object is in the store after the PUT; leaving the writer without commit (a later
+    check failed) removes it, as an aborted multipart upload would."""
+    store = under_test.store
+    path = staged_file(tmp_path, 6 * MiB, b"abort")
+    with store.writer("abort.db") as w:
+        note_file(w, path)
+        w.from_file(path)
+    assert store.list() == [] and under_test.raw_names() == []
+    if isinstance(store, VolumeStore):
+        assert store.incomplete_files() == []
+
+
+def test_note_and_write_do_not_mix(under_test):
+    with under_test.store.writer("mixed.db") as w:
+        w.write(b"bytes")
+        with pytest.raises(store_lib.StoreWriteFailed, match="do not mix"):
+            w.note(b"more")
+    with under_test.store.writer("mixed2.db") as w:
+        w.note(b"bytes")
+        with pytest.raises(store_lib.StoreWriteFailed, match="do not mix"):
+            w.write(b"more")
+
+
 # --------------------------------------------------------------------------- S3 only
 
 

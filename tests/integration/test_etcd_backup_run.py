@@ -194,8 +194,12 @@ def test_backup_to_s3_through_the_job_cli(etcd, bin_path, s3_server, tmp_path, m
     snap = doc["snapshot"]
     key = "site-a/karmada/nightly-20260301T020000Z.db"
     assert snap["location"] == f"s3://{bucket}/{key}" and doc["deleted"] == []
-    body = s3_server.client().get_object(Bucket=bucket, Key=key)["Body"].read()
+    got = s3_server.client().get_object(Bucket=bucket, Key=key)
+    body = got["Body"].read()
     assert hashlib.sha256(body).hexdigest() == snap["sha256"] and len(body) == snap["sizeBytes"]
+    if method == "etcdctl":  # staged, checked, then one PUT: a plain md5 ETag, not a multipart '-<parts>'
+        assert got["ETag"].strip('"') == hashlib.md5(body).hexdigest(), got["ETag"]  # noqa: S324 - S3's ETag
+        assert doc["phases"]["upload"] >= 0, doc["phases"]
     local = tmp_path / "fetched.db"
     local.write_bytes(body)
     assert etcdutl_status(bin_path, local)["revision"] == snap["revision"]

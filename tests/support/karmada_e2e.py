@@ -8,12 +8,14 @@ ansible-operator (``OperatorProcess``); the helpers read its object, its reconci
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +92,17 @@ def recap_of(stdout: str, host: str = "localhost") -> dict[str, int]:
     text = re.sub(r"\x1b\[[0-9;]*m", "", stdout)
     line = [raw for raw in text.splitlines() if raw.startswith(host + " ") and "changed=" in raw][-1]
     return {k: int(v) for k, v in (item.split("=") for item in line.split(":", 1)[1].split())}
+
+
+def run_seconds(run: Path) -> float | None:
+    """First to last job event of one ansible-runner run."""
+    stamps = []
+    for event in (run / "job_events").glob("*.json"):
+        with contextlib.suppress(ValueError, OSError):
+            created = json.loads(event.read_text()).get("created")
+            if created:
+                stamps.append(datetime.fromisoformat(created).timestamp())
+    return max(stamps) - min(stamps) if len(stamps) >= 2 else None
 
 
 def fast_path(run: Path) -> dict:
