@@ -16,11 +16,13 @@ _MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
 if _MODULE_UTILS not in sys.path:
     sys.path.append(_MODULE_UTILS)
 
+import applied_objects  # noqa: E402
 import karmada_ca_rotation  # noqa: E402
 import karmada_upgrade  # noqa: E402
 from etcd_restore import restore_gate  # noqa: E402
 from karmada_cert_rollout import apiserver_pki_hash  # noqa: E402
 from karmada_converged import build_id  # noqa: E402
+from karmada_crds import established_count  # noqa: E402
 from karmada_kubeconfig import with_server  # noqa: E402
 from karmada_members import member_jobs, member_results, members_status  # noqa: E402
 from karmada_observed import (  # noqa: E402
@@ -87,6 +89,11 @@ class FilterModule:
     def filters(self):
         return {
             "karmada_kubeconfig_server": kubeconfig_with_server,
+            # skip applying what is already there (module_utils/applied_objects.py)
+            "karmada_with_digest": lambda objs: applied_objects.with_digest(_plain(objs or [])),
+            "karmada_unapplied": lambda want, live: applied_objects.unapplied(_plain(want or []), _plain(live or [])),
+            "karmada_kinds": lambda objs: applied_objects.kinds(_plain(objs or [])),
+            "karmada_crds_established": lambda live, names: established_count(_plain(live or []), _plain(names or [])),
             # the operator's code under a directory (the parent of playbooks/): a new build runs a full pass
             "karmada_build_id": lambda root: build_id(str(root)),
             "karmada_config_hash": config_hash,

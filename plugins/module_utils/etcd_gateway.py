@@ -16,8 +16,11 @@ gRPC codes.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -633,6 +636,37 @@ class EtcdClient:
         return resp
 
 
+TLS_KEYS = ("ca.crt", "tls.crt", "tls.key")
+
+
+def missing_tls(pems: Mapping[str, str] | None) -> list[str]:
+    """Which of ca.crt, tls.crt and tls.key a ``tls`` option (PEM by key) lacks."""
+    return [k for k in TLS_KEYS if not (pems or {}).get(k)]
+
+
+@contextlib.contextmanager
+def tls_files(pems: Mapping[str, str] | None, prefix: str = "etcd-tls-") -> Iterator[dict[str, str]]:
+    """The PEMs of a ``tls`` option as files for the client (``{"ca", "cert", "key"}`` paths) in
+    a private directory (0700, files 0600) removed on exit; nothing when ``pems`` is empty.
+    Raises ValueError naming what is missing."""
+    if not pems:
+        yield {}
+        return
+    missing = missing_tls(pems)
+    if missing:
+        raise ValueError(f"tls: {', '.join(missing)} missing")
+    certs = tempfile.mkdtemp(prefix=prefix)  # 0700
+    try:
+        paths = {}
+        for key, option in zip(TLS_KEYS, ("ca", "cert", "key"), strict=True):
+            paths[option] = os.path.join(certs, key)
+            with open(os.open(paths[option], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+                out.write(pems[key])
+        yield paths
+    finally:
+        shutil.rmtree(certs, ignore_errors=True)
+
+
 def client_from_params(params: Mapping[str, Any]) -> EtcdClient:
     """Build a client from the modules' shared options (endpoints, cert, key, ca, timeout)."""
     return EtcdClient(
@@ -654,6 +688,9 @@ def module_result(module: Any, run: Callable[[dict[str, Any], bool], dict[str, A
     except EtcdError as exc:
         module.fail_json(msg=str(exc), error=type(exc).__name__)
         raise  # not reached: fail_json exits
+    except ValueError as exc:  # bad input, e.g. a tls option without its key
+        module.fail_json(msg=str(exc), error="InvalidInput")
+        raise
 
 
 # Shared option spec of the etcd_* modules (AnsibleModule argument_spec format).
@@ -662,6 +699,7 @@ CONNECTION_ARGS: dict[str, Any] = {
     "cert": {"type": "path"},
     "key": {"type": "path", "no_log": False},
     "ca": {"type": "path"},
+    "tls": {"type": "dict", "no_log": True},  # instead of ca/cert/key: the PEMs (ca.crt, tls.crt, tls.key)
     "timeout": {"type": "float", "default": 5.0},
     "tls_server_name": {"type": "str"},
     "resolve": {"type": "dict"},

@@ -402,3 +402,15 @@ def karmada_crds(version: str, ca_bundle: str, webhook_service: str, webhook_nam
         "count": len(crds),
         "crds": crds,
     }
+
+
+def established_count(live: list[dict[str, Any]], names: list[str]) -> int:
+    """How many of the CRDs called ``names`` are Established (condition status "True") in
+    ``live``, the CRDs as read from the API server."""
+    wanted = set(names)
+    return sum(
+        1 for crd in live
+        if (crd.get("metadata") or {}).get("name") in wanted
+        and any(c.get("type") == "Established" and c.get("status") == "True"
+                for c in (crd.get("status") or {}).get("conditions") or [])
+    )

@@ -79,13 +79,14 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.etcd_cluster_health import cluster_health
-from ansible.module_utils.etcd_gateway import CONNECTION_ARGS, client_from_params, module_result
+from ansible.module_utils.etcd_gateway import CONNECTION_ARGS, client_from_params, module_result, tls_files
 
 ARGUMENT_SPEC: dict[str, Any] = {**CONNECTION_ARGS, "fail_without_quorum": {"type": "bool", "default": False}}
 
 
 def run_module(params: dict[str, Any], check_mode: bool = False) -> dict[str, Any]:
-    result = cluster_health(client_from_params(params))
+    with tls_files(params.get("tls"), prefix="etcd-health-") as paths:
+        result = cluster_health(client_from_params({**params, **paths}))
     result["changed"] = False
     return result
 

@@ -112,14 +112,12 @@ member:
   type: str
 """
 
-import os  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
+import contextlib  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.cr_pass import event_object  # noqa: E402
-from ansible.module_utils.etcd_gateway import EtcdClient  # noqa: E402
+from ansible.module_utils.etcd_gateway import EtcdClient, missing_tls, tls_files  # noqa: E402
 from ansible.module_utils.etcd_rollout import (  # noqa: E402
     EtcdRolloutStopped,
     KubeMembers,
@@ -150,7 +148,7 @@ def main() -> None:
         supports_check_mode=False,
     )
     p = module.params
-    missing = [k for k in ("ca.crt", "tls.crt", "tls.key") if not (p["tls"] or {}).get(k)]
+    missing = missing_tls(p["tls"])
     if missing:
         module.fail_json(msg=f"tls: {', '.join(missing)} missing")
     owner = p["owner"]
@@ -161,16 +159,12 @@ def main() -> None:
         live = Kube.default(p["kubeconfig"], in_cluster_first=True)
     except KubeConfigError as exc:
         module.fail_json(msg=str(exc))
-    certs = tempfile.mkdtemp(prefix="etcd-rollout-")  # 0700
+    certs = contextlib.ExitStack()
     try:
-        files = {}
-        for key in ("ca.crt", "tls.crt", "tls.key"):
-            files[key] = os.path.join(certs, key)
-            with open(os.open(files[key], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
-                out.write(p["tls"][key])
+        files = certs.enter_context(tls_files(p["tls"], prefix="etcd-rollout-"))
 
         def etcd_for(pods):
-            return EtcdClient(p["endpoints"], cert=files["tls.crt"], key=files["tls.key"], ca=files["ca.crt"],
+            return EtcdClient(p["endpoints"], cert=files["cert"], key=files["key"], ca=files["ca"],
                               timeout=5.0, resolve=resolve_map(pods, p["member_domain"]))
 
         def tell(rolled: MemberRolled) -> None:
@@ -196,7 +190,7 @@ def main() -> None:
             except KubeError as exc:
                 module.fail_json(msg=f"{exc.status} {exc.reason}: {exc.message}")
     finally:
-        shutil.rmtree(certs, ignore_errors=True)
+        certs.close()
     module.exit_json(changed=result.changed, revision=result.revision, members=[m.as_dict() for m in result.members],
                      step=result.step())
 

@@ -138,14 +138,12 @@ reason:
   type: str
 """
 
-import os  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
+import contextlib  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.cr_pass import event_object  # noqa: E402
-from ansible.module_utils.etcd_gateway import EtcdClient, EtcdError  # noqa: E402
+from ansible.module_utils.etcd_gateway import EtcdClient, EtcdError, missing_tls, tls_files  # noqa: E402
 from ansible.module_utils.etcd_rollout import resolve_map  # noqa: E402
 from ansible.module_utils.etcd_scaling import EtcdScaleStopped, KubeScaleSource, prepare, scale  # noqa: E402
 from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
@@ -198,22 +196,18 @@ def main() -> None:
             except KubeError as exc:
                 module.fail_json(msg=f"{exc.status} {exc.reason}: {exc.message}")
             module.exit_json(changed=source.wrote, replicas=replicas, steps=[])
-        missing = [k for k in ("ca.crt", "tls.crt", "tls.key") if not (p["tls"] or {}).get(k)]
+        missing = missing_tls(p["tls"])
         if missing:
             module.fail_json(msg=f"tls: {', '.join(missing)} missing")
-        certs = tempfile.mkdtemp(prefix="etcd-scale-")  # 0700
+        certs = contextlib.ExitStack()
         try:
-            files = {}
-            for key in ("ca.crt", "tls.crt", "tls.key"):
-                files[key] = os.path.join(certs, key)
-                with open(os.open(files[key], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
-                    out.write(p["tls"][key])
+            files = certs.enter_context(tls_files(p["tls"], prefix="etcd-scale-"))
 
             def etcd_for(pods):
                 names = sorted(n for n, pod in pods.items() if pod.ip and not pod.terminating) or [
                     f"{p['statefulset']}-0"]
-                return EtcdClient([f"https://{n}.{domain}:2379" for n in names], cert=files["tls.crt"],
-                                  key=files["tls.key"], ca=files["ca.crt"], timeout=5.0,
+                return EtcdClient([f"https://{n}.{domain}:2379" for n in names], cert=files["cert"],
+                                  key=files["key"], ca=files["ca"], timeout=5.0,
                                   resolve=resolve_map(pods, domain))
 
             def tell(step) -> None:
@@ -243,7 +237,7 @@ def main() -> None:
             except (KubeError, EtcdError) as exc:
                 module.fail_json(msg=f"etcd scaling stopped: {exc}", reason="EtcdNotReady")
         finally:
-            shutil.rmtree(certs, ignore_errors=True)
+            certs.close()
     module.exit_json(**result.as_dict())
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from pathlib import Path
 
 import etcd_gateway
 import pytest
@@ -153,3 +154,23 @@ def test_members_reached_by_address_with_the_certificate_checked_by_name(cluster
                        tls_server_name="not-in-the-cert.example")
     with pytest.raises(EtcdTLSError):
         wrong.status()
+
+
+def test_etcd_health_takes_the_client_certificate_as_pems_and_leaves_no_file(cluster, monkeypatch, tmp_path):
+    """The role hands etcd_health the PEMs (tls) instead of writing them to files in three tasks
+    of its own: the module writes them to a private directory for the call and removes it."""
+    c = cluster.certs
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    files = {"ca.crt": c.ca, "tls.crt": c.client_cert, "tls.key": c.client_key}
+    pems = {k: Path(f).read_text() for k, f in files.items()}
+    health = load_module("etcd_health").run_module({"endpoints": cluster.endpoints(), "timeout": 5, "tls": pems})
+    assert health["has_quorum"] and health["healthy_count"] == 1, health
+    assert list(tmp_path.iterdir()) == []  # the key's directory is gone
+    with pytest.raises(ValueError, match=r"tls: tls\.key missing"):
+        load_module("etcd_health").run_module({"endpoints": cluster.endpoints(), "tls": {**pems, "tls.key": ""}})
+    assert list(tmp_path.iterdir()) == []
+    no_client_cert = load_module("etcd_health").run_module(  # the PEMs really are what is used
+        {"endpoints": cluster.endpoints(), "timeout": 2, "tls": {**pems, "tls.crt": pems["ca.crt"]}})
+    assert not no_client_cert["has_quorum"]

@@ -151,12 +151,58 @@ def test_namespaces_and_rbac(bed, installed):
     assert "deletecollection" in edit["rules"][0]["verbs"]
 
 
+def outcome(stdout: str, task: str) -> str:
+    """What the play printed for a task (ok, changed, skipping, failed), by the start of its name."""
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("TASK [") and task in line:
+            for after in lines[i + 1:]:
+                status = after.split(":", 1)[0].strip()
+                if status in ("ok", "changed", "skipping", "failed", "fatal"):
+                    return status
+    raise AssertionError(f"task {task!r} not in the play's output:\n{stdout[-3000:]}")
+
+
+APPLY_CRDS = "Apply Karmada's CRDs to karmada-apiserver"
+CRD_GATE = "Gate - every Karmada CRD is Established"
+APPLY_SYSTEM = "Apply Karmada's system objects to karmada-apiserver"
+
+
 def test_second_run_changes_nothing(bed, installed):
     server, crds, work = bed
     second, stats = play(server, crds, work)
     assert stats["failed"] == 0, second.stdout[-4000:]
     assert stats["changed"] == 0, second.stdout[-6000:]
     assert crds.hits == 1  # served from the cache
+    # the CRDs read back equal what would be applied (server defaults and all): no write, no second read
+    assert outcome(second.stdout, APPLY_CRDS) == "skipping", second.stdout[-6000:]
+    assert outcome(second.stdout, CRD_GATE) == "skipping"
+    assert outcome(second.stdout, APPLY_SYSTEM) == "skipping"
+
+
+def test_a_crd_edited_by_hand_is_put_back(bed, installed):
+    server, crds, work = bed
+    hook = f"https://kd-webhook.{HOST_NS}.svc:443/convert"
+    server.kubectl("patch", "crd", "resourcebindings.work.karmada.io", "--type=merge", "-p", json.dumps(
+        {"spec": {"conversion": {"webhook": {"clientConfig": {"url": "https://elsewhere.example/convert"}}}}}))
+    result, stats = play(server, crds, work)
+    assert stats["failed"] == 0, result.stdout[-4000:]
+    assert outcome(result.stdout, APPLY_CRDS) == "changed"
+    crd = get_json(server, "crd", "resourcebindings.work.karmada.io")
+    assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["url"] == hook
+
+
+def test_a_webhook_configuration_edited_by_hand_is_put_back_alone(bed, installed):
+    """One object differs: only it is applied (one result, not a list), and the CA gate reads it."""
+    server, crds, work = bed
+    server.kubectl("patch", "validatingwebhookconfiguration", "validating-config", "--type=json", "-p", json.dumps(
+        [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}]))
+    result, stats = play(server, crds, work)
+    assert stats["failed"] == 0, result.stdout[-4000:]
+    assert outcome(result.stdout, APPLY_SYSTEM) == "changed"
+    assert outcome(result.stdout, "Gate - the webhook configurations karmada-apiserver stored") == "ok"
+    assert all(h["failurePolicy"] == "Fail" for h in get_json(server, "validatingwebhookconfiguration",
+                                                                "validating-config")["webhooks"])
 
 
 def test_deleted_objects_come_back(bed, installed):
