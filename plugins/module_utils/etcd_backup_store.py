@@ -21,12 +21,14 @@ chunks (S3 parts of ``part_size`` bytes, a bounded number in flight).
 from __future__ import annotations
 
 import abc
+import base64
 import contextlib
 import hashlib
 import json
 import os
 import re
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -364,13 +366,20 @@ class RawWriter(abc.ABC):
     @abc.abstractmethod
     def abort(self) -> None: ...
 
-    def put_file(self, path: str | os.PathLike[str], size: int) -> None:
-        """Take the whole snapshot from the local file ``path`` (``size`` bytes) before commit.
-        By default its bytes go through ``write``; a store with a cheaper way (S3: one PUT
-        instead of parts the server joins) overrides this."""
+    def put_file(self, path: str | os.PathLike[str], size: int, crc32: int) -> None:
+        """Take the whole snapshot from the local file ``path`` (``size`` bytes, CRC-32 ``crc32``
+        as checked while it was noted) before commit. By default its bytes go through ``write``;
+        a store with a cheaper way (S3: one PUT instead of parts the server joins, the server
+        checking the CRC) overrides this."""
+        seen, sent = 0, 0
         with open(path, "rb") as f:
             while chunk := f.read(CHUNK_SIZE):
+                seen = zlib.crc32(chunk, seen)
+                sent += len(chunk)
                 self.write(chunk)
+        if (sent, seen) != (size, crc32):
+            raise StoreWriteFailed(f"{path}: the staged file changed after it was checked "
+                                   f"({sent} bytes, CRC-32 {seen:08x}; checked {size}, {crc32:08x})")
 
 
 class SnapshotWriter:
@@ -389,6 +398,7 @@ class SnapshotWriter:
         self._state = "open"
         self._data_committed = False
         self._noted = self._raw_written = False
+        self._crc32 = 0  # of the noted bytes: what the store checks a whole-file upload against
 
     @property
     def sha256(self) -> str:
@@ -426,6 +436,7 @@ class SnapshotWriter:
             raise StoreWriteFailed(f"{self._store}: snapshot {self.name!r} writer is {self._state} "
                                    "(note and write do not mix)", str(self._store))
         self._digest.update(data)
+        self._crc32 = zlib.crc32(data, self._crc32)
         self.size += len(data)
         self._noted = True
         return len(data)
@@ -441,7 +452,7 @@ class SnapshotWriter:
             raise StoreWriteFailed(f"{self._store}: staged file for {self.name!r} has {actual} bytes, "
                                    f"{self.size} were checked", str(self._store))
         try:
-            self._raw.put_file(path, self.size)
+            self._raw.put_file(path, self.size, self._crc32)
         except BaseException:
             self.abort()
             raise
@@ -917,14 +928,24 @@ class S3Store(SnapshotStore):
             request_checksum_calculation="when_required",
             response_checksum_validation="when_required",
         )
-        self._client = boto3.session.Session().client(
-            "s3",
-            endpoint_url=self.endpoint,
-            aws_access_key_id=credentials.access_key_id,
-            aws_secret_access_key=credentials.secret_access_key,
-            config=config,
-            verify=verify,
-        )
+        def client(cfg: Config) -> Any:
+            return boto3.session.Session().client(
+                "s3",
+                endpoint_url=self.endpoint,
+                aws_access_key_id=credentials.access_key_id,
+                aws_secret_access_key=credentials.secret_access_key,
+                config=cfg,
+                verify=verify,
+            )
+
+        self._client = client(config)
+        # For whole-file PUTs: no sha256 of the payload for the signature (over http botocore
+        # reads the file twice for it, and the server hashes it again); the CRC-32 computed as
+        # the bytes were checked goes with the PUT instead and the server refuses other bytes
+        # (BadDigest). Made on first use.
+        self._bulk_config = config.merge(Config(s3={**config.s3, "payload_signing_enabled": False}))
+        self._bulk: Any = None
+        self._make_client = client
 
     def __str__(self) -> str:
         where = f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
@@ -933,12 +954,21 @@ class S3Store(SnapshotStore):
     def key(self, name: str) -> str:
         return f"{self.prefix}/{name}" if self.prefix else name
 
+    def bulk_client(self) -> Any:
+        """The client for whole-file PUTs (unsigned payload, CRC-32 checked by the server)."""
+        if self._bulk is None:
+            self._bulk = self._make_client(self._bulk_config)
+        return self._bulk
+
     def location(self, name: str) -> str:
         return f"s3://{self.bucket}/{self.key(name)}"
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._client.close()
+        if self._bulk is not None:
+            with contextlib.suppress(Exception):
+                self._bulk.close()
         if self._ca_file:
             with contextlib.suppress(OSError):
                 os.unlink(self._ca_file)
@@ -1154,14 +1184,16 @@ class _S3Writer(RawWriter):
             return self.store._client.upload_part(Bucket=self.store.bucket, Key=self.key, UploadId=self._upload_id,
                                                   PartNumber=number, Body=body)["ETag"]
 
-    def put_file(self, path: str | os.PathLike[str], size: int) -> None:
+    def put_file(self, path: str | os.PathLike[str], size: int, crc32: int) -> None:
         if size > self.store.whole_file_max or self._upload_id is not None or self._filled:
-            super().put_file(path, size)  # too large for one PUT: parts
+            super().put_file(path, size, crc32)  # too large for one PUT: parts
             return
         with self.store._mapped("uploading", self.name, write=True), open(path, "rb") as body:
             self._put_whole = True  # from here on an abort deletes what the PUT may have left
-            self.store._client.put_object(Bucket=self.store.bucket, Key=self.key, Body=body, ContentLength=size,
-                                          ContentType="application/octet-stream")
+            self.store.bulk_client().put_object(
+                Bucket=self.store.bucket, Key=self.key, Body=body, ContentLength=size,
+                ContentType="application/octet-stream",
+                ChecksumCRC32=base64.b64encode(crc32.to_bytes(4, "big")).decode())
 
     def commit(self) -> None:
         if self._put_whole:

@@ -323,6 +323,24 @@ def test_a_staged_file_that_differs_from_what_was_checked_is_refused(under_test,
     assert store.list() == [] and under_test.raw_names() == []
 
 
+def test_a_staged_file_changed_after_it_was_checked_is_refused(under_test, tmp_path):
+    """Same size, one byte flipped between note() and from_file(): S3 refuses the PUT (its
+    CRC-32 is the checked bytes'), the volume compares the CRC-32 as it copies; nothing listed."""
+    store = under_test.store
+    path = staged_file(tmp_path, 6 * MiB, b"flipped")
+    with store.writer("flipped.db") as w:
+        note_file(w, path)
+        with open(path, "r+b") as f:
+            f.seek(3 * MiB)
+            byte = f.read(1)
+            f.seek(3 * MiB)
+            f.write(bytes([byte[0] ^ 1]))
+        with pytest.raises(store_lib.StoreError) as err:
+            w.from_file(path)
+    assert ("BadDigest" in str(err.value) or "CRC" in str(err.value)), err.value
+    assert store.list() == [] and under_test.raw_names() == []
+
+
 def test_a_whole_file_handed_over_but_never_committed_leaves_nothing(under_test, tmp_path):
     """The object is in the store after the PUT; leaving the writer without commit (a later
     check failed) removes it, as an aborted multipart upload would."""

@@ -114,3 +114,26 @@ def test_our_module_in_process_gives_what_its_process_gives(tmp_path):
                                                                             action_plugins=False)
     assert ours_bad["failed"] is True and ours_bad["field"] == "certificates.keySize"
     assert (ours_bad["msg"], ours_bad["field"]) == (process_bad["msg"], process_bad["field"])
+
+
+def test_private_file_is_written_0600_once_and_removed_with_its_directory(tmp_path):
+    """karmada_private_file (the operator's kubeconfig): 0600 in a 0700 directory, unchanged
+    content is not rewritten, the content never shows in the result, absent removes the directory."""
+    secret = "client-key-data: c2VjcmV0"
+    path = tmp_path / "work" / "uid" / "admin.conf"
+    first = ansible("karmada_private_file", {"path": str(path), "content": secret}, tmp_path)
+    assert module_files(tmp_path) == [], "karmada_private_file went through AnsiballZ"
+    assert first["changed"] is True and path.read_text() == secret
+    assert oct(path.stat().st_mode & 0o777) == "0o600" and oct(path.parent.stat().st_mode & 0o777) == "0o700"
+    assert "c2VjcmV0" not in json.dumps(first)
+    inode = path.stat().st_ino
+    again = ansible("karmada_private_file", {"path": str(path), "content": secret}, tmp_path)
+    assert again["changed"] is False and path.stat().st_ino == inode
+    edited = ansible("karmada_private_file", {"path": str(path), "content": secret + "\n# new"}, tmp_path)
+    assert edited["changed"] is True and path.read_text().endswith("# new")
+    assert [p.name for p in path.parent.iterdir()] == ["admin.conf"]  # no temporary file left
+    gone = ansible("karmada_private_file", {"path": str(path.parent), "state": "absent"}, tmp_path)
+    assert gone["changed"] is True and not path.parent.exists()
+    assert ansible("karmada_private_file", {"path": str(path.parent), "state": "absent"}, tmp_path)["changed"] is False
+    missing = ansible("karmada_private_file", {"path": str(path)}, tmp_path)
+    assert missing["failed"] is True and "content" in missing["msg"]
