@@ -19,6 +19,7 @@ if _MODULE_UTILS not in sys.path:
 import applied_objects  # noqa: E402
 import karmada_ca_rotation  # noqa: E402
 import karmada_upgrade  # noqa: E402
+import role_templates  # noqa: E402
 from etcd_restore import restore_gate  # noqa: E402
 from karmada_cert_rollout import apiserver_pki_hash  # noqa: E402
 from karmada_converged import build_id  # noqa: E402
@@ -62,6 +63,22 @@ def secret_mounts_hash(groups: dict, mounts: dict) -> str:
         raise AnsibleFilterError(f"karmada_mounts_hash: {err.args[0]}") from err
 
 
+def render_templates(names: list, role: str, context: dict) -> list:
+    """The objects of ``role``'s templates ``names`` with ``context`` (the variables they use)."""
+    try:
+        return role_templates.render_objects(str(role), list(names or []), dict(context or {}))
+    except KeyError as err:
+        raise AnsibleFilterError(f"karmada_render: {err.args[0]}") from err
+
+
+def component_steps(components: list, plan: dict, pki: dict) -> list:
+    """karmada_rollout's steps for the enabled components of one step (component.yaml.j2)."""
+    try:
+        return role_templates.component_steps(components or [], plan, pki, secret_mounts_hash)
+    except KeyError as err:
+        raise AnsibleFilterError(f"karmada_component_steps: {err.args[0]}") from err
+
+
 def upgrade_started(cr: dict, version: str) -> dict:
     """status.upgrade as this pass starts ({} without a version change); refuses an
     unsupported change (the step fails as UnsupportedUpgrade with the reason)."""
@@ -93,6 +110,9 @@ class FilterModule:
             "karmada_with_digest": lambda objs: applied_objects.with_digest(_plain(objs or [])),
             "karmada_unapplied": lambda want, live: applied_objects.unapplied(_plain(want or []), _plain(live or [])),
             "karmada_kinds": lambda objs: applied_objects.kinds(_plain(objs or [])),
+            # a role's templates rendered by Jinja2 itself (module_utils/role_templates.py)
+            "karmada_render": render_templates,
+            "karmada_component_steps": component_steps,
             "karmada_crds_established": lambda live, names: established_count(_plain(live or []), _plain(names or [])),
             # the operator's code under a directory (the parent of playbooks/): a new build runs a full pass
             "karmada_build_id": lambda root: build_id(str(root)),

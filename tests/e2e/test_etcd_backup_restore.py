@@ -10,6 +10,7 @@ schedule keeps exactly maxBackups, and bad credentials fail with a reason and ar
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import time
@@ -105,67 +106,72 @@ def succeeded(b: dict) -> bool:
             and ready.get("observedGeneration") == b["metadata"]["generation"])
 
 
+def remove_what_the_tests_made(host_cluster: HostCluster) -> None:
+    for ns in (NS, TARGET_NS):
+        host_cluster.kubectl("delete", "etcdbackups,etcdrestores", "--all", "-n", ns, "--timeout=60s",
+                             check=False, timeout=90)
+        # the finalizers unjoin the members first: kubectl may wait its whole timeout
+        host_cluster.kubectl("delete", "karmadadeployments", "--all", "-n", ns, "--timeout=600s",
+                             check=False, timeout=630)
+        host_cluster.kubectl("delete", "namespace", ns, "--timeout=300s", check=False, timeout=330)
+    host_cluster.kubectl("delete", "pv", "restore-e2e-backups", "--ignore-not-found", check=False)
+
+
 @pytest.fixture(scope="module")
 def env(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_path, tmp_path_factory):
     work = tmp_path_factory.mktemp("backup")
     print(f"\noperator image built and imported in {karmada_e2e.load_operator_image(host_cluster):.0f}s")
-    s3 = start_s3_server(bin_path("versitygw"), work / "s3", host=settings()["KO_NODE_IP"])
-    crds = serve()
-    host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
-    crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io",
-                                            "etcdbackups.operator.karmada.io"])
-    for ns in (NS, TARGET_NS):
-        host_cluster.kubectl("create", "namespace", ns, check=False)
-        for member in member_clusters:  # the members' kubeconfig Secrets, where each Karmada reads them
-            copy_secret(host_cluster, member.secret_name, member.secret_namespace, ns)
-    operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work,
-                               extra_env={"KARMADA_OPERATOR_IMAGE": karmada_e2e.OPERATOR_IMAGE})
-    operator.wait_healthy()
-    cr = karmada_e2e.sample()
-    cr["metadata"].update(name=NAME, namespace=NS)
-    spec = cr["spec"]
-    spec["crds"] = {"url": crds.url, "sha256": crds.sha256}
-    spec["etcd"]["local"] = {"replicas": 1, "storage": {"type": "EmptyDir"}}
-    spec["apiServer"] = {"replicas": 1, "serviceType": "ClusterIP"}
-    spec["certificates"] = {"keyAlgorithm": "ECDSA"}
-    spec["members"] = MEMBERS
-    fleet = Deployment(host_cluster, operator, work, NAME, NS)
-    e = Env(host_cluster, fleet, s3, operator)
-    e.apply(cr)
-    e.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-credentials", "namespace": NS},
-             "stringData": {"accessKeyID": s3.access_key, "secretAccessKey": s3.secret_key}})
-    e.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "etcd-backups", "namespace": NS},
-             "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "cephfs",
-                      "resources": {"requests": {"storage": "1Gi"}}}})
-    fleet.wait_for(lambda: members_ready(fleet.get(), 2), 1500, "Karmada Ready with 2 members")
-    # Something to back up: bookinfo on both members, and some ConfigMaps.
-    fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all(bookinfo()))
-    members = {m.name: m for m in member_clusters}
-    fleet.wait_for(lambda: bookinfo_running(members["member1"]) and bookinfo_running(members["member3"]), 600,
-                   "bookinfo running on member1 and member3")
-    e.members = members
-    e.source_spec = fleet.get()["spec"]
-    for i in range(20):
-        fleet.karmadactl("create", "configmap", f"payload-{i}", "-n", "default", f"--from-literal=i={i}",
-                         check=False)
-    # The schedule ticks while the other tests run; its test comes last and checks the result.
-    e.schedule_bucket = s3.create_bucket()
-    e.apply(etcd_backup("every-minute", s3_storage(e, e.schedule_bucket, "sched"), schedule="* * * * *",
-                        retention={"maxBackups": 2}))
-    yield e
-    try:
+    # Torn down even when the setup fails: a leftover operator would reconcile the next module's Karmadas too.
+    with contextlib.ExitStack() as cleanup:
+        s3 = start_s3_server(bin_path("versitygw"), work / "s3", host=settings()["KO_NODE_IP"])
+        cleanup.callback(s3.stop)
+        crds = serve()
+        cleanup.callback(crds.stop)
+        host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
+        crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io",
+                                                "etcdbackups.operator.karmada.io"])
         for ns in (NS, TARGET_NS):
-            host_cluster.kubectl("delete", "etcdbackups,etcdrestores", "--all", "-n", ns, "--timeout=60s",
-                                 check=False, timeout=90)
-            # the finalizers unjoin the members first: kubectl may wait its whole timeout
-            host_cluster.kubectl("delete", "karmadadeployments", "--all", "-n", ns, "--timeout=600s",
-                                 check=False, timeout=630)
-            host_cluster.kubectl("delete", "namespace", ns, "--timeout=300s", check=False, timeout=330)
-        host_cluster.kubectl("delete", "pv", "restore-e2e-backups", "--ignore-not-found", check=False)
-    finally:
-        operator.stop()
-        crds.stop()
-        s3.stop()
+            host_cluster.kubectl("create", "namespace", ns, check=False)
+            for member in member_clusters:  # the members' kubeconfig Secrets, where each Karmada reads them
+                copy_secret(host_cluster, member.secret_name, member.secret_namespace, ns)
+        operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work,
+                                   extra_env={"KARMADA_OPERATOR_IMAGE": karmada_e2e.OPERATOR_IMAGE})
+        cleanup.callback(operator.stop)
+        cleanup.callback(remove_what_the_tests_made, host_cluster)  # runs first, while the operator runs
+        operator.wait_healthy()
+        cr = karmada_e2e.sample()
+        cr["metadata"].update(name=NAME, namespace=NS)
+        spec = cr["spec"]
+        spec["crds"] = {"url": crds.url, "sha256": crds.sha256}
+        spec["etcd"]["local"] = {"replicas": 1, "storage": {"type": "EmptyDir"}}
+        spec["apiServer"] = {"replicas": 1, "serviceType": "ClusterIP"}
+        spec["certificates"] = {"keyAlgorithm": "ECDSA"}
+        spec["members"] = MEMBERS
+        fleet = Deployment(host_cluster, operator, work, NAME, NS)
+        e = Env(host_cluster, fleet, s3, operator)
+        e.apply(cr)
+        e.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-credentials", "namespace": NS},
+                 "stringData": {"accessKeyID": s3.access_key, "secretAccessKey": s3.secret_key}})
+        e.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                 "metadata": {"name": "etcd-backups", "namespace": NS},
+                 "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "cephfs",
+                          "resources": {"requests": {"storage": "1Gi"}}}})
+        fleet.wait_for(lambda: members_ready(fleet.get(), 2), 1500, "Karmada Ready with 2 members")
+        # Something to back up: bookinfo on both members, and some ConfigMaps.
+        fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all(bookinfo()))
+        members = {m.name: m for m in member_clusters}
+        fleet.wait_for(lambda: bookinfo_running(members["member1"]) and bookinfo_running(members["member3"]), 600,
+                       "bookinfo running on member1 and member3")
+        e.members = members
+        e.source_spec = fleet.get()["spec"]
+        for i in range(20):
+            fleet.karmadactl("create", "configmap", f"payload-{i}", "-n", "default", f"--from-literal=i={i}",
+                             check=False)
+        # The schedule ticks while the other tests run; its test comes last and checks the result.
+        e.schedule_bucket = s3.create_bucket()
+        e.apply(etcd_backup("every-minute", s3_storage(e, e.schedule_bucket, "sched"), schedule="* * * * *",
+                            retention={"maxBackups": 2}))
+        yield e
 
 
 def test_on_demand_backups_to_a_volume_and_to_s3_hold_what_status_says(env: Env):

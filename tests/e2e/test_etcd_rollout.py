@@ -17,6 +17,7 @@ pods and a poller GETs karmada-apiserver's ``/readyz`` (which checks etcd). The 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -73,26 +74,27 @@ def events(fleet: Deployment, reason: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def fleet(host_cluster: HostCluster, bin_path, tmp_path_factory):
     work = tmp_path_factory.mktemp("etcd-roll")
-    crds = serve()
-    host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
-    crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
-    host_cluster.kubectl("create", "namespace", NS, check=False)
-    operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
-    operator.wait_healthy()
-    cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256)
-    cr["spec"]["etcd"]["local"] = {"replicas": 3, "storage": {"type": "PersistentVolumeClaim", "size": "1Gi",
-                                                              "storageClassName": "standard"}}
-    fleet = Deployment(host_cluster, operator, work, NAME, NS)
-    start = time.monotonic()
-    host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
-    try:
+    # Torn down even when the setup fails: a leftover operator would reconcile the next module's Karmada too.
+    with contextlib.ExitStack() as cleanup:
+        crds = serve()
+        cleanup.callback(crds.stop)
+        host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
+        crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
+        host_cluster.kubectl("create", "namespace", NS, check=False)
+        operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
+        cleanup.callback(operator.stop)
+        # runs first: the Karmada is deleted while the operator still runs to finalize it
+        cleanup.callback(karmada_e2e.delete_karmada, host_cluster, NS, NAME)
+        operator.wait_healthy()
+        cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256)
+        cr["spec"]["etcd"]["local"] = {"replicas": 3, "storage": {"type": "PersistentVolumeClaim", "size": "1Gi",
+                                                                  "storageClassName": "standard"}}
+        fleet = Deployment(host_cluster, operator, work, NAME, NS)
+        start = time.monotonic()
+        host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
         fleet.wait_for(lambda: ready_at_generation(fleet), 1500, "Ready with 3 etcd members")
         print(f"\napply-to-Ready with 3 etcd members: {time.monotonic() - start:.0f}s")
         yield fleet
-    finally:
-        karmada_e2e.delete_karmada(host_cluster, NS, NAME)
-        operator.stop()
-        crds.stop()
 
 
 def test_an_etcd_template_change_rolls_one_member_at_a_time_leader_last_with_quorum(fleet: Deployment):

@@ -147,26 +147,27 @@ def assert_members(fleet: Deployment, n: int) -> None:
 @pytest.fixture(scope="module")
 def fleet(host_cluster: HostCluster, bin_path, tmp_path_factory):
     work = tmp_path_factory.mktemp("etcd-scale")
-    crds = serve()
-    host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
-    crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
-    host_cluster.kubectl("create", "namespace", NS, check=False)
-    operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
-    operator.wait_healthy()
-    cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256)
-    cr["spec"]["etcd"]["local"] = {"replicas": 1, "storage": {"type": "PersistentVolumeClaim", "size": "1Gi",
-                                                              "storageClassName": "standard"}}
-    fleet = Deployment(host_cluster, operator, work, NAME, NS)
-    start = time.monotonic()
-    host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
-    try:
+    # Torn down even when the setup fails: a leftover operator would reconcile the next module's Karmada too.
+    with contextlib.ExitStack() as cleanup:
+        crds = serve()
+        cleanup.callback(crds.stop)
+        host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
+        crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
+        host_cluster.kubectl("create", "namespace", NS, check=False)
+        operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work)
+        cleanup.callback(operator.stop)
+        # runs first: the Karmada is deleted while the operator still runs to finalize it
+        cleanup.callback(karmada_e2e.delete_karmada, host_cluster, NS, NAME)
+        operator.wait_healthy()
+        cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256)
+        cr["spec"]["etcd"]["local"] = {"replicas": 1, "storage": {"type": "PersistentVolumeClaim", "size": "1Gi",
+                                                                  "storageClassName": "standard"}}
+        fleet = Deployment(host_cluster, operator, work, NAME, NS)
+        start = time.monotonic()
+        host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
         fleet.wait_for(lambda: ready_at_generation(fleet), 1500, "Ready with 1 etcd member")
         print(f"\napply-to-Ready with 1 etcd member: {time.monotonic() - start:.0f}s")
         yield fleet
-    finally:
-        karmada_e2e.delete_karmada(host_cluster, NS, NAME)
-        operator.stop()
-        crds.stop()
 
 
 def test_1_3_5_3_1_under_a_writer_keeps_every_acknowledged_write_and_karmada_apiserver(fleet: Deployment):

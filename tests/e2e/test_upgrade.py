@@ -26,6 +26,7 @@ first takes a backup there. The tests run in file order on it:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -144,50 +145,56 @@ def member_pod_uids(members: dict[str, MemberCluster]) -> dict[str, set[str]]:
 def fleet(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_path, tmp_path_factory):
     assert len(member_clusters) >= 2, "set KO_TESTENV_MEMBERS to 2 or more"
     work = tmp_path_factory.mktemp("upgrade")
-    crds = {OLD: serve(version=OLD), NEW: serve(version=NEW)}
-    host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
-    crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io",
-                                            "etcdbackups.operator.karmada.io"])
-    host_cluster.kubectl("create", "namespace", NS, check=False)
-    seconds = karmada_e2e.load_operator_image(host_cluster)
-    print(f"\noperator image (the backup Job's) built and imported in {seconds:.0f}s")
-    operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work,
-                               extra_env={"KARMADA_OPERATOR_IMAGE": karmada_e2e.OPERATOR_IMAGE})
-    operator.wait_healthy()
-    cr = karmada_e2e.sample_for_test_bed(NAME, crds[OLD].url, crds[OLD].sha256,
-                                         [m for m in member_clusters if m.name in MEMBERS])
-    cr["spec"]["karmadaVersion"] = OLD
-    cr["spec"]["apiServer"]["replicas"] = 2  # /readyz must never fail through the upgrade
-    fleet = Deployment(host_cluster, operator, work, NAME, NS, extra={"crds": crds})
-    start = time.monotonic()
-    host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
-    fleet.wait_for(lambda: ready_at_generation(fleet) and karmada_components_on(fleet, OLD), 1500,
-                   f"Ready at {OLD}")
-    print(f"\napply-to-Ready at {OLD}: {time.monotonic() - start:.0f}s")
-    docs = bookinfo()
-    for doc in docs:
-        affinity = doc.get("spec", {}).get("placement", {}).get("clusterAffinity")
-        if affinity:
-            affinity["clusterNames"] = list(MEMBERS)
-    members = {m.name: m for m in member_clusters if m.name in MEMBERS}
-    fleet.wait_for(lambda: fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all(docs), check=False)
-                   .returncode == 0, 300, "bookinfo accepted by karmada-apiserver")
-    fleet.wait_for(lambda: all(bookinfo_running(m) for m in members.values()), 600, "bookinfo Running on both members")
-    # A backup store for this Karmada: a version change backs up to it first.
-    for doc in ({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": BACKUP_PVC, "namespace": NS},
-                 "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "cephfs",
-                          "resources": {"requests": {"storage": "1Gi"}}}},
-                {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdBackup",
-                 "metadata": {"name": "nightly", "namespace": NS},
-                 "spec": {"karmadaDeploymentRef": {"name": NAME}, "schedule": "0 3 * * *", "suspend": True,
-                          "storage": {"pvc": {"claimName": BACKUP_PVC, "subPath": NAME}}}}):
-        host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
-    yield fleet
-    host_cluster.kubectl("delete", "etcdbackups", "--all", "-n", NS, "--timeout=120s", check=False)
-    karmada_e2e.delete_karmada(host_cluster, NS, NAME)
-    operator.stop()
-    for server in crds.values():
-        server.stop()
+    # Torn down even when the setup fails: a leftover operator would reconcile the next module's Karmada too.
+    with contextlib.ExitStack() as cleanup:
+        crds = {OLD: serve(version=OLD), NEW: serve(version=NEW)}
+        for server in crds.values():
+            cleanup.callback(server.stop)
+        host_cluster.kubectl("apply", "-k", str(karmada_e2e.ROOT / "config/crd"))
+        crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io",
+                                                "etcdbackups.operator.karmada.io"])
+        host_cluster.kubectl("create", "namespace", NS, check=False)
+        seconds = karmada_e2e.load_operator_image(host_cluster)
+        print(f"\noperator image (the backup Job's) built and imported in {seconds:.0f}s")
+        operator = OperatorProcess(bin_path("ansible-operator"), operator_kubeconfig(host_cluster, work), work,
+                                   extra_env={"KARMADA_OPERATOR_IMAGE": karmada_e2e.OPERATOR_IMAGE})
+        cleanup.callback(operator.stop)
+        # run last first: the EtcdBackups, then the Karmada while the operator still runs
+        cleanup.callback(karmada_e2e.delete_karmada, host_cluster, NS, NAME)
+        cleanup.callback(host_cluster.kubectl, "delete", "etcdbackups", "--all", "-n", NS, "--timeout=120s",
+                         check=False)
+        operator.wait_healthy()
+        cr = karmada_e2e.sample_for_test_bed(NAME, crds[OLD].url, crds[OLD].sha256,
+                                             [m for m in member_clusters if m.name in MEMBERS])
+        cr["spec"]["karmadaVersion"] = OLD
+        cr["spec"]["apiServer"]["replicas"] = 2  # /readyz must never fail through the upgrade
+        fleet = Deployment(host_cluster, operator, work, NAME, NS, extra={"crds": crds})
+        start = time.monotonic()
+        host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
+        fleet.wait_for(lambda: ready_at_generation(fleet) and karmada_components_on(fleet, OLD), 1500,
+                       f"Ready at {OLD}")
+        print(f"\napply-to-Ready at {OLD}: {time.monotonic() - start:.0f}s")
+        docs = bookinfo()
+        for doc in docs:
+            affinity = doc.get("spec", {}).get("placement", {}).get("clusterAffinity")
+            if affinity:
+                affinity["clusterNames"] = list(MEMBERS)
+        members = {m.name: m for m in member_clusters if m.name in MEMBERS}
+        fleet.wait_for(lambda: fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all(docs), check=False)
+                       .returncode == 0, 300, "bookinfo accepted by karmada-apiserver")
+        fleet.wait_for(lambda: all(bookinfo_running(m) for m in members.values()), 600,
+                       "bookinfo Running on both members")
+        # A backup store for this Karmada: a version change backs up to it first.
+        for doc in ({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                     "metadata": {"name": BACKUP_PVC, "namespace": NS},
+                     "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "cephfs",
+                              "resources": {"requests": {"storage": "1Gi"}}}},
+                    {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdBackup",
+                     "metadata": {"name": "nightly", "namespace": NS},
+                     "spec": {"karmadaDeploymentRef": {"name": NAME}, "schedule": "0 3 * * *", "suspend": True,
+                              "storage": {"pvc": {"claimName": BACKUP_PVC, "subPath": NAME}}}}):
+            host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+        yield fleet
 
 
 def upgrade_to_new(fleet: Deployment, **extra) -> None:

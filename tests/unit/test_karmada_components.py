@@ -13,13 +13,12 @@ import re
 import sys
 from pathlib import Path
 
-import jinja2
 import karmada_components as kc
 import karmada_pki
 import karmada_plan as kp
 import pytest
+import role_templates
 import yaml
-from ansible.plugins.filter.core import FilterModule as CoreFilters
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "roles" / "karmada_deployment" / "templates"
@@ -48,10 +47,9 @@ def widget_registry(monkeypatch):
 
 
 def render(template: str, **variables) -> list[dict]:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined)
-    env.filters.update(CoreFilters().filters())
-    env.filters.update(karmada_filters.FilterModule().filters())
-    return [d for d in yaml.safe_load_all(env.get_template(template).render(**variables)) if d]
+    """As the role renders it (module_utils/role_templates.py)."""
+    return role_templates.render_objects("karmada_deployment", [template], variables,
+                                         {"karmada_mounts_hash": karmada_filters.secret_mounts_hash})
 
 
 def render_component(plan: dict, comp: dict) -> list[dict]:
