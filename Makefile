@@ -66,7 +66,7 @@ test: setup testenv-bin lint ## The test command: lint, then every pytest tier (
 	$(PY) -m pytest tests -m "not extended" $(PYTEST_ARGS)
 
 .PHONY: test-extended
-test-extended: setup testenv-bin ## The slow end-to-end scenarios (backup and restore, upgrades with Karmada's e2e suite after them, OLM, molecule); run before resolving their issues.
+test-extended: setup testenv-bin testenv-bin-previous ## The slow end-to-end scenarios (backup and restore, upgrades with Karmada's e2e suite after them, OLM, molecule); run before resolving their issues.
 	$(PY) -m pytest tests -m extended $(PYTEST_ARGS)
 
 .PHONY: unit
@@ -87,6 +87,10 @@ bench: setup testenv-bin ## Benchmarks; print figures and append them to benchma
 testenv-bin: ## Build the pinned binaries into $(KO_CACHE)/bin, Karmada's e2e suite too (skips what is there; KO_PREBUILT_BIN to reuse).
 	@hack/testenv/build-bins.sh $(COMPONENTS)
 	@hack/karmada-e2e/build.sh
+
+.PHONY: testenv-bin-previous
+testenv-bin-previous: ## Build Karmada's default components at KARMADA_PREVIOUS_VERSION (the upgrade tests start there; skips what is there).
+	@KO_KARMADA_VERSION=previous hack/testenv/build-bins.sh karmada-aggregated-apiserver karmada-controller-manager karmada-scheduler karmada-webhook
 
 .PHONY: testenv-up
 testenv-up: setup testenv-bin ## Start the local host cluster (idempotent).

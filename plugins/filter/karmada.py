@@ -23,7 +23,6 @@ import role_templates  # noqa: E402
 from etcd_restore import restore_gate  # noqa: E402
 from karmada_cert_rollout import apiserver_pki_hash  # noqa: E402
 from karmada_converged import build_id  # noqa: E402
-from karmada_crds import established_count  # noqa: E402
 from karmada_kubeconfig import with_server  # noqa: E402
 from karmada_members import member_jobs, member_results, members_status  # noqa: E402
 from karmada_observed import (  # noqa: E402
@@ -113,7 +112,6 @@ class FilterModule:
             # a role's templates rendered by Jinja2 itself (module_utils/role_templates.py)
             "karmada_render": render_templates,
             "karmada_component_steps": component_steps,
-            "karmada_crds_established": lambda live, names: established_count(_plain(live or []), _plain(names or [])),
             # the operator's code under a directory (the parent of playbooks/): a new build runs a full pass
             "karmada_build_id": lambda root: build_id(str(root)),
             "karmada_config_hash": config_hash,

@@ -18,8 +18,10 @@ import os
 import re
 import tarfile
 import tempfile
+import time
 import urllib.parse
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -27,9 +29,13 @@ from typing import Any
 import yaml
 
 try:
+    from ansible.module_utils import applied_objects
     from ansible.module_utils.karmada_components import CRDS_URL_TEMPLATE as DEFAULT_URL_TEMPLATE
+    from ansible.module_utils.karmada_kube import Kube, KubeError
 except ImportError:  # unit tests import module_utils directly
+    import applied_objects  # type: ignore[no-redef]
     from karmada_components import CRDS_URL_TEMPLATE as DEFAULT_URL_TEMPLATE  # type: ignore[no-redef]
+    from karmada_kube import Kube, KubeError  # type: ignore[no-redef]
 TARBALL_NAME = "crds.tar.gz"
 TOP_DIR = "crds"
 # A release tarball is ~100 KiB compressed, ~1 MiB unpacked; refuse anything far larger.
@@ -414,3 +420,66 @@ def established_count(live: list[dict[str, Any]], names: list[str]) -> int:
         and any(c.get("type") == "Established" and c.get("status") == "True"
                 for c in (crd.get("status") or {}).get("conditions") or [])
     )
+
+
+CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+
+
+def _live(kube: Kube) -> list[dict[str, Any]]:
+    """The CRDs in the API server, each with its apiVersion and kind (a list's items carry neither)."""
+    return [{**crd, "apiVersion": CRD[0], "kind": CRD[1]} for crd in kube.list(*CRD)]
+
+
+def _put(kube: Kube, crd: dict[str, Any], attempts: int = 3) -> None:
+    """Make the CRD in the API server exactly ``crd``: create it, or replace the one there
+    (a whole replace, not a merge: a field Karmada dropped from a CRD goes, whoever set it).
+    A conflict (someone wrote it between our read and our write) is read again and retried."""
+    name = crd["metadata"]["name"]
+    for attempt in range(attempts):
+        live = kube.get(*CRD, name)
+        try:
+            if live is None:
+                kube.create(crd)
+            else:
+                meta = {**crd["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}
+                kube.replace({**crd, "metadata": meta})
+            return
+        except KubeError as exc:
+            if exc.status != 409 or attempt == attempts - 1:
+                raise CrdSourceError("CrdApplyFailed", f"applying CRD {name}: {exc.message}") from exc
+
+
+def apply_crds(kube: Kube, crds: list[dict[str, Any]], *, timeout: float = 120, poll: float = 0.25,
+               check: bool = False, clock: Callable[[], float] = time.monotonic,
+               sleep: Callable[[float], None] = time.sleep) -> list[str]:
+    """Apply the rendered ``crds`` to the API server behind ``kube`` and wait until every one
+    is Established; the names of those written.
+
+    One list says what is there: a CRD that carries the digest of its definition (and was not
+    edited since) is left alone, so a second run writes nothing. The others are created or
+    replaced one by one with plain calls (19 CRDs in 0.5 s on the test bed, where
+    kubernetes.core's client-side apply took 4 s). ``check``: only say what would be written.
+    Raises CrdSourceError (``CrdApplyFailed``, ``CrdsNotEstablished``)."""
+    names = [c["metadata"]["name"] for c in crds]
+    try:
+        live = _live(kube)
+        todo = applied_objects.unapplied(applied_objects.with_digest(crds), live)
+        written = [c["metadata"]["name"] for c in todo]
+        if check:
+            return written
+        for crd in todo:
+            _put(kube, crd)
+        deadline = clock() + timeout
+        if todo:
+            live = _live(kube)
+        while established_count(live, names) < len(names):
+            if clock() >= deadline:
+                missing = sorted(set(names) - {c["metadata"]["name"] for c in live if established_count([c], names)})
+                raise CrdSourceError("CrdsNotEstablished",
+                                     f"{len(missing)} of {len(names)} Karmada CRDs not Established within "
+                                     f"{timeout:.0f} s: {', '.join(missing)}")
+            sleep(poll)
+            live = _live(kube)
+    except KubeError as exc:
+        raise CrdSourceError("CrdApplyFailed", f"reading the CRDs in the API server: {exc.message}") from exc
+    return written

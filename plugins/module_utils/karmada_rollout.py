@@ -8,7 +8,9 @@ does not become ready within the timeout, or whose pods stay stuck (image pull, 
 unschedulable) for ``stuck_after`` seconds, stops the rollout: ``RolloutStopped`` names it and
 what its pods say; the components before it stay
 new and those after it are not touched, so the plane keeps serving on a mix of versions
-that each passed its gate.
+that each passed its gate. A first install, where none of the steps' Deployments exists yet,
+has no serving version to protect: its steps are all applied at once and then gated in order,
+so their pods start side by side instead of one after the other.
 
 Each step reports the version its ready pods run (the tag of the image in their
 containerStatuses, i.e. read from the running pods, not from the spec) and when it started
@@ -142,6 +144,18 @@ def serving_check(karmada: Kube, step: Step, pods: Sequence[str]) -> str:
     return ""
 
 
+def _apply(kube: Kube, step: Step, owner: Mapping[str, Any] | None) -> tuple[bool, int]:
+    """Apply ``step``'s objects in order: whether any changed, and the generation the apply
+    gave its Deployment (0 when it names none)."""
+    changed, applied_generation = False, 0
+    for obj in step.objects:
+        out, obj_changed = kube.apply(owned(obj, owner))
+        changed = changed or obj_changed
+        if obj.get("kind") == "Deployment" and (obj.get("metadata") or {}).get("name") == step.deployment:
+            applied_generation = int(((out or {}).get("metadata") or {}).get("generation") or 0)
+    return changed, applied_generation
+
+
 def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float, poll: float = 2.0,
             stuck_after: float = 60.0, reader: Kube | None = None, karmada: Kube | None = None,
             owner: Mapping[str, Any] | None = None,
@@ -162,15 +176,15 @@ def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float
     copy older than the generation the apply returned does not count."""
     reader = reader or kube
     done: list[StepResult] = []
+    applied: dict[str, tuple[bool, int]] = {}
+    first_install = len(steps) > 1 and not any(
+        reader.get("apps/v1", "Deployment", step.deployment, namespace) for step in steps)
+    batch_started, batch_t0 = now(), clock()
+    if first_install:  # nothing serves yet: start every component at once (module docstring)
+        applied = {step.name: _apply(kube, step, owner) for step in steps}
     for step in steps:
-        started, t0 = now(), clock()
-        changed = False
-        applied_generation = 0
-        for obj in step.objects:
-            out, obj_changed = kube.apply(owned(obj, owner))
-            changed = changed or obj_changed
-            if obj.get("kind") == "Deployment" and (obj.get("metadata") or {}).get("name") == step.deployment:
-                applied_generation = int(((out or {}).get("metadata") or {}).get("generation") or 0)
+        started, t0 = (batch_started, batch_t0) if first_install else (now(), clock())
+        changed, applied_generation = applied.get(step.name) or _apply(kube, step, owner)
         deadline = t0 + timeout
         stuck_since: float | None = None
         while True:
@@ -207,3 +221,15 @@ def rollout(kube: Kube, steps: Sequence[Step], namespace: str, *, timeout: float
         if on_step is not None:
             on_step(result)
     return done
+
+
+def remove(kube: Kube, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Delete ``objects`` (apiVersion, kind, metadata.name/namespace) that exist, in order (a
+    switched-off component: its Deployment, then its Service); "Kind/name" of each deleted."""
+    deleted = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if kube.delete(str(obj["apiVersion"]), str(obj["kind"]), str(meta["name"]), meta.get("namespace")):
+            deleted.append(f"{obj['kind']}/{meta['name']}")
+    return deleted
+

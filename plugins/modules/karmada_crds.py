@@ -13,10 +13,15 @@ description:
     tar reader (no absolute paths, no C(..), no links; top-level C(crds/) with C(bases/) and
     C(patches/)), renders the C(patches/webhook_in_*.yaml) conversion-webhook patches and merges them
     into the CRDs they name.
-  - Returns the CRD objects sorted by name, for M(kubernetes.core.k8s) to apply. Talks to no cluster;
+  - Returns the CRD objects sorted by name. Without I(kubeconfig) it talks to no cluster and
     never reports a change.
+  - With I(kubeconfig), also applies them to that API server and waits until every one is
+    Established: one list says what is there; a CRD carrying the digest of its definition, not
+    edited since, is left alone; the others are created or replaced whole. Reports a change
+    when it wrote one; C(applied) names them.
   - On failure, C(reason) is a condition reason (C(CrdSourceUnreachable), C(CrdChecksumMismatch),
-    C(InvalidCrdTarball), C(InvalidCrdSource), C(InvalidCaBundle), C(CrdCacheUnwritable)).
+    C(InvalidCrdTarball), C(InvalidCrdSource), C(InvalidCaBundle), C(CrdCacheUnwritable),
+    C(CrdApplyFailed), C(CrdsNotEstablished)).
 options:
   version:
     description: Karmada version; builds the default URL when I(url) is empty.
@@ -59,6 +64,13 @@ options:
   proxy:
     description: HTTP(S) proxy URL for the download.
     type: str
+  kubeconfig:
+    description: Kubeconfig of the API server to apply the CRDs to (karmada-apiserver); none, no apply.
+    type: path
+  established_timeout:
+    description: Seconds the applied CRDs may take to be Established.
+    type: int
+    default: 120
 author: Karmada-Operator developers
 """
 
@@ -73,18 +85,20 @@ EXAMPLES = r"""
     webhook_namespace: karmada-system
   register: karmada_crds
 
-- name: Apply them
-  kubernetes.core.k8s:
+- name: Karmada's CRDs, applied to karmada-apiserver and Established
+  karmada_crds:
+    url: "{{ plan.crds.url }}"
+    cache_dir: /tmp/karmada-operator/crds-cache
+    ca_bundle: "{{ pki.files['ca.crt'] | b64encode }}"
+    webhook_service: karmada-webhook
+    webhook_namespace: karmada-system
     kubeconfig: /tmp/karmada-apiserver.conf
-    state: present
-    apply: true
-    definition: "{{ karmada_crds.crds }}"
 """
 
 RETURN = r"""
 crds:
   description: The CustomResourceDefinition objects, patches merged, sorted by name.
-  returned: success
+  returned: success, without I(kubeconfig)
   type: list
   elements: dict
 names:
@@ -108,6 +122,11 @@ from_cache:
   description: Whether the tarball came from the cache.
   returned: success
   type: bool
+applied:
+  description: With I(kubeconfig), the names of the CRDs created or replaced (none when all were as defined).
+  returned: success, with I(kubeconfig)
+  type: list
+  elements: str
 reason:
   description: Condition reason of the failure.
   returned: failure
@@ -115,7 +134,13 @@ reason:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.karmada_crds import DEFAULT_URL_TEMPLATE, CrdSourceError, karmada_crds  # noqa: E402
+from ansible.module_utils.karmada_crds import (  # noqa: E402
+    DEFAULT_URL_TEMPLATE,
+    CrdSourceError,
+    apply_crds,
+    karmada_crds,
+)
+from ansible.module_utils.karmada_kube import Kube, KubeConfigError  # noqa: E402
 
 
 def main() -> None:
@@ -132,6 +157,8 @@ def main() -> None:
             "timeout": {"type": "int", "default": 60},
             "validate_certs": {"type": "bool", "default": True},
             "proxy": {"type": "str"},
+            "kubeconfig": {"type": "path"},
+            "established_timeout": {"type": "int", "default": 120},
         },
         supports_check_mode=True,
     )
@@ -143,9 +170,15 @@ def main() -> None:
             sha256=p["sha256"], timeout=p["timeout"], validate_certs=p["validate_certs"], proxy=p["proxy"],
             url_template=p["url_template"] or DEFAULT_URL_TEMPLATE,
         )
+        if p["kubeconfig"]:
+            with Kube.from_file(p["kubeconfig"]) as kube:
+                result["applied"] = apply_crds(kube, result.pop("crds"), timeout=p["established_timeout"],
+                                               check=module.check_mode)
     except CrdSourceError as exc:
         module.fail_json(msg=str(exc), reason=exc.reason)
-    module.exit_json(changed=False, **result)
+    except KubeConfigError as exc:
+        module.fail_json(msg=str(exc), reason="CrdApplyFailed")
+    module.exit_json(changed=bool(result.get("applied")), **result)
 
 
 if __name__ == "__main__":

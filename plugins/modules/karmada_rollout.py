@@ -54,6 +54,13 @@ options:
   kubeconfig:
     description: Path of a kubeconfig (default as k8s_status).
     type: path
+  absent:
+    description:
+      - Objects to delete after the rollout when they exist (C(apiVersion), C(kind),
+        C(metadata.name) and C(metadata.namespace)), in order; those of components switched off.
+    type: list
+    elements: dict
+    default: []
   karmada_kubeconfig:
     description:
       - Path of a kubeconfig for karmada-apiserver. With it, a step that changed passes only
@@ -73,6 +80,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+deleted:
+  description: C(Kind/name) of each object of I(absent) that existed and was deleted.
+  returned: success
+  type: list
 steps:
   description: One entry per step that passed its gate (name, changed, version, started, finished, seconds, pods).
   returned: always
@@ -93,7 +104,7 @@ from datetime import UTC, datetime  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.cr_pass import event_object  # noqa: E402
 from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
-from ansible.module_utils.karmada_rollout import RolloutStopped, Step, StepResult, rollout  # noqa: E402
+from ansible.module_utils.karmada_rollout import RolloutStopped, Step, StepResult, remove, rollout  # noqa: E402
 
 
 def main() -> None:
@@ -107,6 +118,7 @@ def main() -> None:
             "owner": {"type": "dict"},
             "kubeconfig": {"type": "path"},
             "karmada_kubeconfig": {"type": "path"},
+            "absent": {"type": "list", "elements": "dict", "default": []},
         },
         supports_check_mode=False,
     )
@@ -140,6 +152,7 @@ def main() -> None:
             results = rollout(kube, steps, p["namespace"], timeout=float(p["timeout"]), poll=float(p["poll"]),
                               stuck_after=float(p["stuck_after"]), reader=live, karmada=karmada, owner=owner,
                               on_step=tell)
+            deleted = remove(kube, p["absent"])
         except RolloutStopped as exc:
             if owner:
                 kube.create(event_object(owner, {"type": "Warning", "reason": "RolloutStopped",
@@ -148,7 +161,8 @@ def main() -> None:
                              done=[r.as_dict() for r in exc.done], changed=any(r.changed for r in exc.done))
         except KubeError as exc:
             module.fail_json(msg=f"{exc.status} {exc.reason}: {exc.message}")
-    module.exit_json(changed=any(r.changed for r in results), steps=[r.as_dict() for r in results])
+    module.exit_json(changed=any(r.changed for r in results) or bool(deleted), steps=[r.as_dict() for r in results],
+                     deleted=deleted)
 
 
 if __name__ == "__main__":

@@ -163,20 +163,24 @@ def outcome(stdout: str, task: str) -> str:
     raise AssertionError(f"task {task!r} not in the play's output:\n{stdout[-3000:]}")
 
 
-APPLY_CRDS = "Apply Karmada's CRDs to karmada-apiserver"
-CRD_GATE = "Gate - every Karmada CRD is Established"
+APPLY_CRDS = "Karmada's CRDs - fetched, verified, rendered, applied where missing or different"
 APPLY_SYSTEM = "Apply Karmada's system objects to karmada-apiserver"
+
+
+def crd_versions(server) -> dict[str, str]:
+    return {c["metadata"]["name"]: c["metadata"]["resourceVersion"] for c in get_json(server, "crd")["items"]}
 
 
 def test_second_run_changes_nothing(bed, installed):
     server, crds, work = bed
+    before = crd_versions(server)
     second, stats = play(server, crds, work)
     assert stats["failed"] == 0, second.stdout[-4000:]
     assert stats["changed"] == 0, second.stdout[-6000:]
     assert crds.hits == 1  # served from the cache
-    # the CRDs read back equal what would be applied (server defaults and all): no write, no second read
-    assert outcome(second.stdout, APPLY_CRDS) == "skipping", second.stdout[-6000:]
-    assert outcome(second.stdout, CRD_GATE) == "skipping"
+    # the CRDs read back equal what would be applied (server defaults and all): not one written
+    assert outcome(second.stdout, APPLY_CRDS) == "ok", second.stdout[-6000:]
+    assert crd_versions(server) == before
     assert outcome(second.stdout, APPLY_SYSTEM) == "skipping"
 
 
@@ -185,11 +189,15 @@ def test_a_crd_edited_by_hand_is_put_back(bed, installed):
     hook = f"https://kd-webhook.{HOST_NS}.svc:443/convert"
     server.kubectl("patch", "crd", "resourcebindings.work.karmada.io", "--type=merge", "-p", json.dumps(
         {"spec": {"conversion": {"webhook": {"clientConfig": {"url": "https://elsewhere.example/convert"}}}}}))
+    before = crd_versions(server)
     result, stats = play(server, crds, work)
     assert stats["failed"] == 0, result.stdout[-4000:]
     assert outcome(result.stdout, APPLY_CRDS) == "changed"
     crd = get_json(server, "crd", "resourcebindings.work.karmada.io")
     assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["url"] == hook
+    # only the edited one was written
+    after = crd_versions(server)
+    assert {name for name in before if after[name] != before[name]} == {"resourcebindings.work.karmada.io"}
 
 
 def test_a_webhook_configuration_edited_by_hand_is_put_back_alone(bed, installed):
@@ -215,6 +223,34 @@ def test_deleted_objects_come_back(bed, installed):
     get_json(server, "validatingwebhookconfiguration", "validating-config")
     get_json(server, "clusterrole", "cluster-proxy-admin")
     server.kubectl("get", "works", "-A")
+
+
+REMOVE_SWITCHED_OFF = "Remove the APIServices of components that are switched off"
+
+
+def test_a_switched_off_components_apiservice_and_service_go_and_the_next_run_skips_the_removal(bed, installed):
+    """karmada-search is off in the plan: its APIService and ExternalName Service, left from when
+    it was on, are deleted; with none of them there, the removal is not even attempted."""
+    server, crds, work = bed
+    search = next(api for api in PLAN["apiServices"] if api["group"] == "search.karmada.io")
+    assert not search["present"]
+    server.kubectl("create", "service", "externalname", search["service"], "-n", "karmada-system",
+                   "--external-name", f"{search['service']}.{HOST_NS}.svc.cluster.local")
+    server.kubectl("apply", "-f", "-", input_text=json.dumps({
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": search["name"]},
+        "spec": {"group": search["group"], "version": search["version"], "groupPriorityMinimum": 2000,
+                 "versionPriority": 10, "insecureSkipTLSVerify": True,
+                 "service": {"name": search["service"], "namespace": "karmada-system", "port": 443}}}))
+    result, stats = play(server, crds, work)
+    assert stats["failed"] == 0, result.stdout[-4000:]
+    assert outcome(result.stdout, REMOVE_SWITCHED_OFF) == "changed"
+    names = {o["metadata"]["name"] for o in get_json(server, "apiservice")["items"]}
+    assert search["name"] not in names and "v1alpha1.cluster.karmada.io" in names
+    services = {o["metadata"]["name"] for o in get_json(server, "service", "-n", "karmada-system")["items"]}
+    assert search["service"] not in services
+    again, stats = play(server, crds, work)
+    assert stats["failed"] == 0 and stats["changed"] == 0, again.stdout[-4000:]
+    assert outcome(again.stdout, REMOVE_SWITCHED_OFF) == "skipping"
 
 
 def test_checksum_mismatch_fails_with_a_clear_message(bed, installed):

@@ -51,8 +51,9 @@ def crds_source(version: str | None = None) -> Path:
     version = version or karmada_version()
     path = _modcache() / "github.com" / "karmada-io" / f"karmada@{version}" / "charts" / "karmada" / "_crds"
     if not (path / "bases").is_dir():
-        raise RuntimeError(f"{path} not found: run `make testenv-bin` (it downloads github.com/karmada-io/karmada"
-                           f"@{version}) or `go mod download github.com/karmada-io/karmada@{version}`")
+        raise RuntimeError(f"{path} not found: run `make testenv-bin` (`make testenv-bin-previous` for the upgrade "
+                           f"tests' previous release; they download github.com/karmada-io/karmada@{version}) or "
+                           f"`go mod download github.com/karmada-io/karmada@{version}`")
     return path
 
 

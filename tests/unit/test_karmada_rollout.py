@@ -128,3 +128,58 @@ def test_a_rolled_component_must_serve_through_karmada_apiserver():
     assert kr.serving_check(karmada, probe, pods) == "" and len(karmada.dry_runs) == 1
     down = FakeKarmada(admit_error=KubeError(500, "InternalError", 'failed calling webhook "x": connection refused'))
     assert "does not admit a PropagationPolicy: failed calling webhook" in kr.serving_check(down, probe, pods)
+
+
+class Cluster:
+    """Deployments that turn ready on the second read after their apply; records what happened."""
+
+    def __init__(self, existing=()):
+        self.deployments = {name: 1 for name in existing}  # name -> generation
+        self.reads: dict[str, int] = {}
+        self.log: list[tuple[str, str]] = []
+
+    def apply(self, obj):
+        name = obj["metadata"]["name"]
+        self.deployments[name] = self.deployments.get(name, 0) + 1
+        self.reads[name] = 0
+        self.log.append(("apply", name))
+        return {"metadata": {"generation": self.deployments[name]}}, True
+
+    def get(self, api_version, kind, name, namespace):
+        if name not in self.deployments:
+            return None
+        self.reads[name] = self.reads.get(name, 0) + 1
+        generation = self.deployments[name]
+        ready = 1 if self.reads[name] >= 2 else 0
+        self.log.append(("ready" if ready else "wait", name))
+        return dep(generation=generation, observed=generation, replicas=1, updated=1, ready=ready, available=ready)
+
+    def list(self, *args, **kwargs):
+        return []
+
+
+def steps_of(*names):
+    return [kr.Step(n, [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": n, "namespace": "ns"}}],
+                    n, n, f"app={n}", 1) for n in names]
+
+
+def test_a_first_install_starts_every_component_before_gating_the_first():
+    cluster = Cluster()
+    done = kr.rollout(cluster, steps_of("a", "b", "c"), "ns", timeout=60, poll=0, sleep=lambda _: None)
+    assert [r.name for r in done] == ["a", "b", "c"] and all(r.changed for r in done)
+    assert cluster.log[:3] == [("apply", "a"), ("apply", "b"), ("apply", "c")]
+    # each gated in the registry's order, on its own Deployment
+    assert [name for what, name in cluster.log if what == "ready"] == ["a", "b", "c"]
+
+
+def test_an_upgrade_applies_the_next_component_only_after_the_one_before_passed_its_gate():
+    cluster = Cluster(existing=("a", "b"))
+    kr.rollout(cluster, steps_of("a", "b"), "ns", timeout=60, poll=0, sleep=lambda _: None)
+    assert cluster.log.index(("ready", "a")) < cluster.log.index(("apply", "b"))
+
+
+def test_a_component_added_to_a_running_plane_waits_its_turn():
+    """Only a plane with none of the Deployments yet starts them together."""
+    cluster = Cluster(existing=("a",))
+    kr.rollout(cluster, steps_of("a", "b"), "ns", timeout=60, poll=0, sleep=lambda _: None)
+    assert cluster.log.index(("ready", "a")) < cluster.log.index(("apply", "b"))
