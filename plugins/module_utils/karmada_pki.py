@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import ipaddress
-import multiprocessing
 import os
 import re
 import secrets
@@ -419,54 +418,6 @@ def generate_key(params: KeyParams) -> PrivateKey:
     if params.algorithm == "RSA":
         return rsa.generate_private_key(public_exponent=65537, key_size=params.size)
     return ec.generate_private_key(ECDSA_SIZES[params.size]())
-
-
-def _key_der(algorithm: str, size: int) -> bytes:
-    """A new key as PKCS#8 DER (what a KeyPool worker process sends back)."""
-    return generate_key(KeyParams(algorithm, size)).private_bytes(
-        serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-
-
-class KeyPool:
-    """A ``key_factory`` for :func:`reconcile_pki` that makes keys ahead in worker processes.
-
-    An RSA 3072 key (the default) takes 0.1-0.3 s of one core, and a first install needs 23 of
-    them: made one after the other they were the whole certificates step (3.6 s on the 2-core
-    test bed). The pool keeps every worker busy with the next keys of the parameters asked for,
-    so a key is mostly ready when it is asked for. Nothing starts until the first key is asked
-    for: a pass that keeps every certificate starts no process. Keys made ahead and not needed
-    are discarded by :meth:`close`. With one core (or ``workers`` < 2) keys are made in-line."""
-
-    def __init__(self, workers: int | None = None) -> None:
-        self.workers = workers if workers is not None else min(4, os.cpu_count() or 1)
-        self._pool: Any = None  # a multiprocessing Pool (terminate() drops the keys not needed)
-        self._ahead: dict[KeyParams, list[Any]] = {}
-
-    def __call__(self, params: KeyParams) -> PrivateKey:
-        if self.workers < 2:
-            return generate_key(params)
-        if self._pool is None:
-            # fork: the workers need nothing but this module's code, already loaded
-            self._pool = multiprocessing.get_context("fork").Pool(self.workers)
-        ahead = self._ahead.setdefault(params, [])
-        while len(ahead) < self.workers + 1:
-            ahead.append(self._pool.apply_async(_key_der, (params.algorithm, params.size)))
-        key = serialization.load_der_private_key(ahead.pop(0).get(timeout=300), password=None)
-        assert isinstance(key, (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey))
-        return key
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
-            self._ahead.clear()
-
-    def __enter__(self) -> KeyPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def key_params_of(key: Any) -> KeyParams | None:

@@ -214,7 +214,6 @@ import base64
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.karmada_pki import (
-    KeyPool,
     PkiInputError,
     files_from_secret_groups,
     reconcile_pki,
@@ -268,8 +267,7 @@ def pki_input(params: dict) -> dict:
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
-        with KeyPool() as keys:  # new keys made in worker processes, ahead of need
-            result = reconcile_pki(pki_input(module.params), key_factory=keys)
+        result = reconcile_pki(pki_input(module.params))
     except PkiInputError as exc:
         module.fail_json(msg=str(exc), field=exc.field)
     for warning in result.warnings:

@@ -587,28 +587,3 @@ def test_force_renew_leaves_reissues_every_leaf_once_and_no_ca(base):
     assert cert(later, "apiserver").not_valid_after_utc > cert(base, "apiserver").not_valid_after_utc
     # the next reconcile finds them issued after the time: nothing more
     assert reconcile(data, existing=later.files, now=NOW + dt.timedelta(minutes=21)).changes == []
-
-
-def test_a_key_pool_makes_keys_of_the_asked_parameters_in_worker_processes():
-    """What the karmada_pki module passes reconcile_pki: every key new, of the parameters asked."""
-    rsa_params, ec_params = karmada_pki.KeyParams("RSA", 2048), karmada_pki.KeyParams("ECDSA", 256)
-    with karmada_pki.KeyPool(workers=2) as pool:
-        keys = [pool(rsa_params) for _ in range(3)] + [pool(ec_params)]
-        assert pool._pool is not None  # made by the workers, not in-line
-    assert [karmada_pki.key_params_of(k) for k in keys] == [rsa_params] * 3 + [ec_params]
-    assert len({karmada_pki.public_pem(k) for k in keys}) == 4
-    assert pool._pool is None  # closed: the keys made ahead and not used are dropped
-
-
-def test_a_key_pool_starts_no_process_when_no_key_is_needed():
-    with karmada_pki.KeyPool(workers=2) as pool:
-        result = karmada_pki.reconcile_pki(pki_input(), existing=reconcile().files, now=NOW, key_factory=pool)
-        assert pool._pool is None
-    assert not result.changes
-
-
-def test_a_full_set_from_a_key_pool_is_valid():
-    with karmada_pki.KeyPool(workers=2) as pool:
-        result = karmada_pki.reconcile_pki(pki_input(), existing={}, now=NOW, key_factory=pool)
-    again = reconcile(existing=result.files)
-    assert not again.changes  # every certificate matches its key and its CA
