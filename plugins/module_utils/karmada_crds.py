@@ -410,16 +410,17 @@ def karmada_crds(version: str, ca_bundle: str, webhook_service: str, webhook_nam
     }
 
 
+def established(crd: dict[str, Any]) -> bool:
+    """Whether a CRD as read from the API server has Established with status "True"."""
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or [])
+
+
 def established_count(live: list[dict[str, Any]], names: list[str]) -> int:
     """How many of the CRDs called ``names`` are Established (condition status "True") in
     ``live``, the CRDs as read from the API server."""
     wanted = set(names)
-    return sum(
-        1 for crd in live
-        if (crd.get("metadata") or {}).get("name") in wanted
-        and any(c.get("type") == "Established" and c.get("status") == "True"
-                for c in (crd.get("status") or {}).get("conditions") or [])
-    )
+    return sum(1 for crd in live if (crd.get("metadata") or {}).get("name") in wanted and established(crd))
 
 
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
@@ -430,23 +431,23 @@ def _live(kube: Kube) -> list[dict[str, Any]]:
     return [{**crd, "apiVersion": CRD[0], "kind": CRD[1]} for crd in kube.list(*CRD)]
 
 
-def _put(kube: Kube, crd: dict[str, Any], attempts: int = 3) -> None:
-    """Make the CRD in the API server exactly ``crd``: create it, or replace the one there
-    (a whole replace, not a merge: a field Karmada dropped from a CRD goes, whoever set it).
-    A conflict (someone wrote it between our read and our write) is read again and retried."""
+def _put(kube: Kube, crd: dict[str, Any], live: dict[str, Any] | None, attempts: int = 3) -> None:
+    """Make the CRD in the API server exactly ``crd``: create it, or replace ``live``, the one
+    there (a whole replace, not a merge: a field Karmada dropped from a CRD goes, whoever set
+    it). A conflict (someone wrote it after it was read) is read again and retried."""
     name = crd["metadata"]["name"]
     for attempt in range(attempts):
-        live = kube.get(*CRD, name)
         try:
             if live is None:
                 kube.create(crd)
             else:
-                meta = {**crd["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}
-                kube.replace({**crd, "metadata": meta})
+                kube.replace({**crd, "metadata": {**crd["metadata"],
+                                                  "resourceVersion": live["metadata"]["resourceVersion"]}})
             return
         except KubeError as exc:
             if exc.status != 409 or attempt == attempts - 1:
                 raise CrdSourceError("CrdApplyFailed", f"applying CRD {name}: {exc.message}") from exc
+        live = kube.get(*CRD, name)
 
 
 def apply_crds(kube: Kube, crds: list[dict[str, Any]], *, timeout: float = 120, poll: float = 0.25,
@@ -467,14 +468,15 @@ def apply_crds(kube: Kube, crds: list[dict[str, Any]], *, timeout: float = 120, 
         written = [c["metadata"]["name"] for c in todo]
         if check:
             return written
+        by_name = {c["metadata"]["name"]: c for c in live}
         for crd in todo:
-            _put(kube, crd)
+            _put(kube, crd, by_name.get(crd["metadata"]["name"]))
         deadline = clock() + timeout
         if todo:
             live = _live(kube)
         while established_count(live, names) < len(names):
             if clock() >= deadline:
-                missing = sorted(set(names) - {c["metadata"]["name"] for c in live if established_count([c], names)})
+                missing = sorted(set(names) - {c["metadata"]["name"] for c in live if established(c)})
                 raise CrdSourceError("CrdsNotEstablished",
                                      f"{len(missing)} of {len(names)} Karmada CRDs not Established within "
                                      f"{timeout:.0f} s: {', '.join(missing)}")

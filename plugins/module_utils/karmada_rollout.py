@@ -232,4 +232,3 @@ def remove(kube: Kube, objects: Sequence[Mapping[str, Any]]) -> list[str]:
         if kube.delete(str(obj["apiVersion"]), str(obj["kind"]), str(meta["name"]), meta.get("namespace")):
             deleted.append(f"{obj['kind']}/{meta['name']}")
     return deleted
-
