@@ -107,8 +107,8 @@ class FilterModule:
             "karmada_kubeconfig_server": kubeconfig_with_server,
             # skip applying what is already there (module_utils/applied_objects.py)
             "karmada_with_digest": lambda objs: applied_objects.with_digest(_plain(objs or [])),
-            "karmada_unapplied": lambda want, live: applied_objects.unapplied(_plain(want or []), _plain(live or [])),
-            "karmada_kinds": lambda objs: applied_objects.kinds(_plain(objs or [])),
+            "karmada_unregistered_apiservices": lambda live, wanted, ca: applied_objects.unregistered_apiservices(
+                _plain(live or []), _plain(wanted or []), str(ca)),
             # a role's templates rendered by Jinja2 itself (module_utils/role_templates.py)
             "karmada_render": render_templates,
             "karmada_component_steps": component_steps,

@@ -83,3 +83,19 @@ def kinds(objs: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
         seen.setdefault((str(obj.get("apiVersion", "")), str(obj.get("kind", "")),
                          str((obj.get("metadata") or {}).get("namespace") or "")), None)
     return [{"apiVersion": a, "kind": k, "namespace": n} for a, k, n in seen]
+
+
+def unregistered_apiservices(live: Iterable[Mapping[str, Any]], wanted: Iterable[str], ca_bundle: str) -> list[str]:
+    """The ``wanted`` APIService names the aggregator has not picked up with ``ca_bundle``: missing,
+    another caBundle, or no Available condition yet (True or False both show it was picked up;
+    True needs the component running, which is awaited elsewhere)."""
+    found = {(obj.get("metadata") or {}).get("name"): obj
+             for obj in live if obj.get("kind", "APIService") == "APIService"}
+    missing = []
+    for name in wanted:
+        obj = found.get(name) or {}
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        if (obj.get("spec") or {}).get("caBundle") != ca_bundle or not any(
+                c.get("type") == "Available" for c in conditions):
+            missing.append(name)
+    return missing

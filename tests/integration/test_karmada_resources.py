@@ -165,6 +165,7 @@ def outcome(stdout: str, task: str) -> str:
 
 APPLY_CRDS = "Karmada's CRDs - fetched, verified, rendered, applied where missing or different"
 APPLY_SYSTEM = "Apply Karmada's system objects to karmada-apiserver"
+APISERVICE_GATE = "Gate - the aggregator registered every APIService with the Karmada CA"
 
 
 def crd_versions(server) -> dict[str, str]:
@@ -182,6 +183,8 @@ def test_second_run_changes_nothing(bed, installed):
     assert outcome(second.stdout, APPLY_CRDS) == "ok", second.stdout[-6000:]
     assert crd_versions(server) == before
     assert outcome(second.stdout, APPLY_SYSTEM) == "skipping"
+    # the lists read back show every APIService registered with the CA: no second read, no wait
+    assert outcome(second.stdout, APISERVICE_GATE) == "skipping"
 
 
 def test_a_crd_edited_by_hand_is_put_back(bed, installed):
@@ -209,6 +212,7 @@ def test_a_webhook_configuration_edited_by_hand_is_put_back_alone(bed, installed
     assert stats["failed"] == 0, result.stdout[-4000:]
     assert outcome(result.stdout, APPLY_SYSTEM) == "changed"
     assert outcome(result.stdout, "Gate - the webhook configurations karmada-apiserver stored") == "ok"
+    assert outcome(result.stdout, APISERVICE_GATE) == "ok"  # something was applied: the gate reads again
     assert all(h["failurePolicy"] == "Fail" for h in get_json(server, "validatingwebhookconfiguration",
                                                                 "validating-config")["webhooks"])
 
@@ -223,6 +227,17 @@ def test_deleted_objects_come_back(bed, installed):
     get_json(server, "validatingwebhookconfiguration", "validating-config")
     get_json(server, "clusterrole", "cluster-proxy-admin")
     server.kubectl("get", "works", "-A")
+
+
+def test_an_apiservice_with_another_ca_is_put_back_and_gated(bed, installed):
+    server, crds, work = bed
+    server.kubectl("patch", "apiservice", "v1alpha1.cluster.karmada.io", "--type=merge", "-p", json.dumps(
+        {"spec": {"caBundle": base64.b64encode(b"not the Karmada CA").decode()}}))
+    result, stats = play(server, crds, work)
+    assert stats["failed"] == 0, result.stdout[-4000:]
+    assert outcome(result.stdout, APPLY_SYSTEM) == "changed"
+    assert outcome(result.stdout, APISERVICE_GATE) == "ok"
+    assert get_json(server, "apiservice", "v1alpha1.cluster.karmada.io")["spec"]["caBundle"] == ca_bundle(server)
 
 
 REMOVE_SWITCHED_OFF = "Remove the APIServices of components that are switched off"

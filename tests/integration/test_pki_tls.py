@@ -20,7 +20,7 @@ import pytest
 import requests
 import yaml
 
-from support.pki_fixtures import ROOT, EtcdCluster, KubeApiserver, TcpProxy, karmada_pki, pki_input
+from support.pki_fixtures import ROOT, EtcdCluster, KubeApiserver, TcpProxy, karmada_pki, pki_input, wait_until
 
 LB_DNS = "karmada.example.test"
 LB_IP = "127.0.0.2"
@@ -102,15 +102,17 @@ def test_etcd_refuses_client_cert_from_karmada_ca(etcd_cluster, bin_path):
     def rejections() -> int:
         return etcd_cluster.logs(10_000_000).count("certificate signed by unknown authority")
 
+    # etcd writes the handshake error to its log after the client has already seen the alert,
+    # so each check waits for the line rather than reading the log at once
     before = rejections()
     with pytest.raises(requests.exceptions.SSLError):
         etcd_cluster.health(etcd_cluster.endpoints[0], "admin.crt", "admin.key")
+    wait_until(lambda: rejections() > before, 10, "etcd to log the refused handshake", etcd_cluster.logs)
     after_requests = rejections()
-    assert after_requests > before
     refused = etcdctl(bin_path, etcd_cluster, "admin", "get", "/karmada/pki-test")
     # with TLS 1.3 the client may see the alert or just a closed pipe; the servers' logs say why
     assert refused.returncode != 0, refused.stdout
-    assert rejections() > after_requests
+    wait_until(lambda: rejections() > after_requests, 10, "etcd to log etcdctl's refused handshake", etcd_cluster.logs)
 
 
 def test_etcd_refuses_client_without_certificate(etcd_cluster):

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import copy
 
-from applied_objects import DIGEST_ANNOTATION, digest, is_subset, kinds, unapplied, with_digest
+from applied_objects import (
+    DIGEST_ANNOTATION,
+    digest,
+    is_subset,
+    kinds,
+    unapplied,
+    unregistered_apiservices,
+    with_digest,
+)
 from karmada_crds import established_count
 
 CRD = {
@@ -94,3 +102,23 @@ def test_kinds_lists_each_kind_and_namespace_once_in_order():
             {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "t", "namespace": "a"}}]
     assert kinds(objs) == [{"apiVersion": "v1", "kind": "Namespace", "namespace": ""},
                            {"apiVersion": "v1", "kind": "Service", "namespace": "a"}]
+
+
+def _apiservice(name: str, ca: str, conditions: list[dict]) -> dict:
+    return {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": name},
+            "spec": {"caBundle": ca}, "status": {"conditions": conditions}}
+
+
+def test_an_apiservice_counts_as_registered_with_the_ca_and_any_available_condition():
+    live = [
+        _apiservice("v1alpha1.cluster.karmada.io", "CA", [{"type": "Available", "status": "False"}]),
+        _apiservice("v1beta1.metrics.karmada.io", "CA", [{"type": "Available", "status": "True"}]),
+        _apiservice("v1alpha1.search.karmada.io", "OTHER", [{"type": "Available", "status": "True"}]),
+        _apiservice("v1beta1.custom.metrics.k8s.io", "CA", []),
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "v1alpha1.cluster.karmada.io"}},
+    ]
+    wanted = ["v1alpha1.cluster.karmada.io", "v1beta1.metrics.karmada.io", "v1alpha1.search.karmada.io",
+              "v1beta1.custom.metrics.k8s.io", "v1.missing.example"]
+    assert unregistered_apiservices(live, wanted, "CA") == [
+        "v1alpha1.search.karmada.io", "v1beta1.custom.metrics.k8s.io", "v1.missing.example"]
+    assert unregistered_apiservices(live, wanted[:2], "CA") == []
