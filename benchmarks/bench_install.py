@@ -332,7 +332,8 @@ def noop_run(host, operator: OperatorProcess, ns: str, label: str, trigger: list
     say(f"no-op reconcile ours ({label}): {seconds:.1f} s (ansible-runner run {run.name}, first to last job event; "
         f"{status}, changed={stats.get('changed')} ok={stats.get('ok')}; trigger to run finished: {wall:.1f} s; "
         f"operator peak memory {peak:.0f} MiB)")
-    for secs, task in task_times(run):
+    # BENCH_NOOP_TOP: how many tasks to print (all of them with a large number)
+    for secs, task in task_times(run, int(os.environ.get("BENCH_NOOP_TOP", "10"))):
         say(f"  no-op top task {secs:6.2f} s  {task[:110]}")
 
 
