@@ -2,7 +2,8 @@
 # The lint matrix from the source documents: ansible-lint (production profile), yamllint, the
 # ShellCheck linter, ruff (PEP 8), ansible-playbook --syntax-check on every playbook, generated
 # CRDs up to date, samples valid against their CRD schemas (and broken ones not), the OLM
-# bundle up to date with config/.
+# bundle up to date with config/ and valid (the validators `operator-sdk bundle validate
+# --select-optional suite=operatorframework` runs: 0 errors and 0 warnings).
 # Runs every check, then fails if any failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -28,6 +29,16 @@ bundle_in_sync() {
   return $rc
 }
 
+# bundle/ passes OLM's validators (hack/bundle/validator, built from the pinned
+# operator-framework/api by build-bins.sh; a no-op once built). Any warning fails it too.
+bundle_valid() {
+  # shellcheck source=hack/versions.env
+  . hack/versions.env
+  local k8s=${KUBERNETES_VERSION#v}
+  hack/testenv/build-bins.sh bundle-validate >/dev/null &&
+    "${KO_CACHE:-$HOME/.cache/karmada-operator}/links/bundle-validate" -k8s-version "${k8s%.*}" ./bundle
+}
+
 mapfile -t shells < <(git ls-files -co --exclude-standard -- '*.sh' .ci/run | sort -u)
 mapfile -t playbooks < <(ls playbooks/*.yml)
 
@@ -41,6 +52,7 @@ step "ansible-lint" ansible-lint --profile production -q playbooks roles
 step "crds generated" python hack/crdgen/generate.py --check
 step "samples vs CRD schemas" python hack/check_samples.py
 step "bundle generated" bundle_in_sync
+step "bundle valid" bundle_valid
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'lint FAILED: %s\n' "${failed[*]}" >&2

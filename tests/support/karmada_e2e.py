@@ -82,6 +82,14 @@ def runs(namespace: str, name: str) -> list[Path]:
     return sorted(done, key=lambda d: d.stat().st_mtime)
 
 
+def runs_in_flight(namespace: str, name: str) -> list[Path]:
+    """The runtime's reconcile runs of one KarmadaDeployment that have started and not ended."""
+    artifacts = RUNNER_ROOT / namespace / name / "artifacts"
+    if not artifacts.exists():
+        return []
+    return [d for d in artifacts.iterdir() if d.name != "latest" and d.is_dir() and not (d / "status").exists()]
+
+
 def recap(run: Path, host: str = "localhost") -> dict[str, int]:
     """One host's PLAY RECAP counters of a finished run."""
     return recap_of((run / "stdout").read_text(), host)
