@@ -66,7 +66,7 @@ test: setup testenv-bin lint ## The test command: lint, then every pytest tier (
 	$(PY) -m pytest tests -m "not extended" $(PYTEST_ARGS)
 
 .PHONY: test-extended
-test-extended: setup testenv-bin testenv-bin-previous ## The slow end-to-end scenarios (backup and restore, upgrades with Karmada's e2e suite after them, OLM, molecule); run before resolving their issues.
+test-extended: setup testenv-bin testenv-bin-previous ## The end-to-end scenarios not in make test yet (upgrades with Karmada's e2e suite after them, certificate rotation, OLM); run before resolving their issues.
 	$(PY) -m pytest tests -m extended $(PYTEST_ARGS)
 
 .PHONY: unit

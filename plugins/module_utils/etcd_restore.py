@@ -290,45 +290,96 @@ def restore_gate(restores: Sequence[Mapping[str, Any]], karmada_name: str,
 # --------------------------------------------------------------------------- verification
 
 
+def _int_or_none(value: Any) -> int | None:
+    """An integer read from a report, or None when it is not there (never 0 for "missing")."""
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def verification(snapshot: Mapping[str, Any], seeded: Sequence[Mapping[str, Any]], counts: Mapping[str, int],
-                 bump: int) -> dict[str, Any]:
+                 bump: int, unread: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Compare the restored plane with the snapshot.
 
     ``snapshot``: the store's metadata of the snapshot (``revision``, ``keys`` and ``counts`` at
     that revision when the backup recorded them). ``seeded``: each member Job's result
-    (``snapshot`` and ``restored`` revision/totalKey as ``etcdutl snapshot status`` printed
-    them). ``counts``: objects per Karmada resource read through the restored karmada-apiserver.
-    Returns the status ``verification`` block; ``differences`` empty means Verified."""
+    (``member``, ``snapshot`` and ``restored`` revision/totalKey as ``etcdutl snapshot status``
+    printed them). ``counts``: objects per Karmada resource read through the restored
+    karmada-apiserver; ``unread``: why a resource could not be counted (an API error, a kind the
+    server does not serve, no credentials).
+
+    What could not be read fails the check, it never compares as equal: a count missing on
+    either side, a revision or key total missing from the snapshot or from a member's result,
+    no member result at all. Each is in ``unreadable`` and, as "could not read ...", first in
+    ``differences``: an empty ``differences`` means everything was read and matched."""
+    unread = dict(unread or {})
+    unreadable: list[str] = []
     diffs: list[str] = []
-    rev = int(snapshot.get("revision") or 0)
-    restored_revs = sorted({int((r.get("restored") or {}).get("revision") or 0) for r in seeded})
-    if len(restored_revs) != 1:
-        diffs.append(f"members were restored to different revisions {restored_revs}")
-    restored_rev = restored_revs[-1] if restored_revs else 0
-    if restored_rev < rev + bump:
+    rev = _int_or_none(snapshot.get("revision"))
+    if rev is None:
+        unreadable.append("the snapshot's revision (not in its metadata)")
+    if not seeded:
+        unreadable.append("the members' restore results (none recorded)")
+    restored_revs: set[int] = set()
+    snap_keys: set[int] = set()
+    restored_keys: set[int] = set()
+    for i, result in enumerate(seeded):
+        who = result.get("member") or f"member {i}"
+        for value, into, what in (((result.get("restored") or {}).get("revision"), restored_revs,
+                                   f"{who}'s restored revision"),
+                                  ((result.get("snapshot") or {}).get("totalKey"), snap_keys,
+                                   f"the snapshot's key total (etcdutl snapshot status, {who})"),
+                                  ((result.get("restored") or {}).get("totalKey"), restored_keys,
+                                   f"{who}'s restored key total")):
+            number = _int_or_none(value)
+            if number is None:
+                unreadable.append(what)
+            else:
+                into.add(number)
+    if len(restored_revs) > 1:
+        diffs.append(f"members were restored to different revisions {sorted(restored_revs)}")
+    restored_rev = max(restored_revs) if restored_revs else None
+    if rev is not None and restored_rev is not None and restored_rev < rev + bump:
         diffs.append(f"restored revision {restored_rev} is below the snapshot's {rev} plus the bump {bump}")
-    snap_keys = sorted({int((r.get("snapshot") or {}).get("totalKey") or 0) for r in seeded})
-    restored_keys = sorted({int((r.get("restored") or {}).get("totalKey") or 0) for r in seeded})
     # etcdutl's --bump-revision writes one empty entry at the bumped revision (etcdutl
     # v3_snapshot.go, unsafeBumpBucketsRevision): the restored database has that one more.
     marker = 1 if bump > 0 else 0
-    if [k + marker for k in snap_keys] != restored_keys:
-        diffs.append(f"keys in the snapshot {snap_keys} (+{marker} for the revision bump) differ from the restored "
-                     f"members' {restored_keys}")
+    if snap_keys and restored_keys and sorted(k + marker for k in snap_keys) != sorted(restored_keys):
+        diffs.append(f"keys in the snapshot {sorted(snap_keys)} (+{marker} for the revision bump) differ from the "
+                     f"restored members' {sorted(restored_keys)}")
     expected = dict(snapshot.get("counts") or {})
     objects = {}
+    not_recorded: list[str] = []
+    not_served: dict[str, list[str]] = {}
     for resource in eb.KARMADA_RESOURCES:
-        have = counts.get(resource)
-        want = expected.get(resource)
+        want = _int_or_none(expected.get(resource))
+        have = _int_or_none(counts.get(resource))
         objects[resource] = {"snapshot": want, "restored": have}
+        if want is None:
+            not_recorded.append(resource)
+        if have is None:
+            not_served.setdefault(unread.get(resource) or "no count was returned", []).append(resource)
         if want is not None and have is not None and want != have:
             diffs.append(f"{resource}: {want} in the snapshot, {have} served by the restored karmada-apiserver")
-    return {
-        "snapshotRevision": rev,
-        "restoredRevision": restored_rev,
-        "snapshotKeys": snap_keys[0] if len(snap_keys) == 1 else None,
-        "restoredKeys": restored_keys[0] if len(restored_keys) == 1 else None,
+    if not_recorded:
+        unreadable.append(f"the snapshot's count of {', '.join(not_recorded)} (its metadata records none: the "
+                          "backup could not count at its revision)")
+    for why, resources in not_served.items():
+        unreadable.append(f"{', '.join(resources)} through the restored karmada-apiserver: {why}")
+    report: dict[str, Any] = {
+        "snapshotKeys": min(snap_keys) if len(snap_keys) == 1 else None,
+        "restoredKeys": min(restored_keys) if len(restored_keys) == 1 else None,
         "liveKeysAtSnapshot": snapshot.get("keys"),
         "objects": [{"resource": k, **{kk: vv for kk, vv in v.items() if vv is not None}} for k, v in objects.items()],
-        "differences": diffs,
+        "differences": [f"could not read {what}" for what in unreadable] + diffs,
+        "unreadable": unreadable,
     }
+    # not nullable in the CRD: left out when unknown (the differences say why)
+    if rev is not None:
+        report["snapshotRevision"] = rev
+    if restored_rev is not None:
+        report["restoredRevision"] = restored_rev
+    return report

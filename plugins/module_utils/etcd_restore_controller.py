@@ -11,7 +11,9 @@ A pass does one step and says so in status (docs/backup-restore.md, "How a resto
 2. **Verify** (condition ``Verified``): once the KarmadaDeployment is Ready, count Karmada's
    objects through the restored karmada-apiserver and compare them, the keys and the revision
    with the snapshot (:func:`etcd_restore.verification`); differences are listed. Checked again
-   on later passes for a few minutes while Karmada's controllers settle.
+   on later passes for a few minutes while Karmada's controllers settle. Anything that could
+   not be read (a failed list, no credentials, a value missing from the snapshot's metadata)
+   is ``Verified=False``, reason ``Unreadable``, naming it: never a match by omission.
 """
 
 from __future__ import annotations
@@ -260,7 +262,9 @@ class RestoreReconciler:
     def _seeded(self, plan: Mapping[str, Any], target: Mapping[str, Any], results: list[dict[str, Any]]) -> Outcome:
         first = results[0]
         snap = first["snapshot"]
-        restored_rev = max(int(r["restored"]["revision"]) for r in results)
+        # A value etcdutl did not print stays unknown (None; the verification fails on it), never 0.
+        revs = [r["restored"].get("revision") for r in results]
+        restored_rev = max((int(v) for v in revs if v is not None), default=None)
         msg = (f"{len(results)} member(s) of {plan['target']['name']} restored from {snap['name']} (sha256 "
                f"{snap['sha256']}, revision {snap['revision']} -> {restored_rev})")
         # Start the KarmadaDeployment's reconcile: it waited for this (watchAnnotationsChanges).
@@ -271,7 +275,7 @@ class RestoreReconciler:
                         {"type": READY, "status": "False", "reason": "WaitingForKarmada",
                          "message": f"waiting for KarmadaDeployment {plan['target']['name']} to be Ready"},
                         restoredFrom=snap.get("location") or snap["name"], restoredRevision=restored_rev,
-                        keys=int(first["restored"]["totalKey"]),
+                        keys=first["restored"].get("totalKey"),
                         snapshot={k: snap[k] for k in ("name", "sha256", "sizeBytes", "revision") if k in snap},
                         seededAt=_rfc3339(self.now),
                         seededMembers=[{"member": r["member"], "restoredRevision": r["restored"]["revision"],
@@ -279,7 +283,7 @@ class RestoreReconciler:
         # What the check needs later, kept in status (the Jobs go away after a day).
         out["expected"] = {"revision": int(snap["revision"]), "keys": snap.get("keys"),
                            "counts": snap.get("counts") or {}, "bumpRevision": plan["bumpRevision"],
-                           "snapshotKeys": int(snap.get("totalKey") or 0)}
+                           "snapshotKeys": snap.get("totalKey")}
         return Outcome(out, [self._event("Seeded", msg)], "seeded", True)
 
     def _verify(self) -> Outcome:
@@ -297,19 +301,24 @@ class RestoreReconciler:
         verified = k8s_conditions.get(self.status.get("conditions"), VERIFIED) or {}
         if verified.get("status") == "True":
             return Outcome(self.status, action="none")
-        counts = self._count(target)
+        counts, unread = self._count(target)
         expected = self.status.get("expected") or {}
-        seeded = [{"snapshot": {"totalKey": expected.get("snapshotKeys")},
+        seeded = [{"member": m.get("member"), "snapshot": {"totalKey": expected.get("snapshotKeys")},
                    "restored": {"revision": m.get("restoredRevision"), "totalKey": m.get("keys")}}
                   for m in self.status.get("seededMembers") or []]
         report = er.verification({"revision": expected.get("revision"), "keys": expected.get("keys"),
                                   "counts": expected.get("counts")}, seeded, counts,
-                                 int(expected.get("bumpRevision") or 0))
+                                 int(expected.get("bumpRevision") or 0), unread)
+        unreadable = report.pop("unreadable")
         diffs = report["differences"]
         seeded_at = eb.parse_rfc3339(self.status.get("seededAt")) or self.now
         final = not diffs or self.now - seeded_at > VERIFY_WINDOW
         summary = ", ".join(f"{o['resource']} {o.get('restored')}" for o in report["objects"])
-        if diffs:
+        if unreadable:
+            # Not verified, whatever else matched: a list that failed proves nothing. False at
+            # once (read again on the next passes of the window: an API server may be starting).
+            cond = {"type": VERIFIED, "status": "False", "reason": "Unreadable", "message": "; ".join(diffs)}
+        elif diffs:
             cond = {"type": VERIFIED, "status": "False" if final else "Unknown", "reason": "Differences",
                     "message": "; ".join(diffs)}
         else:
@@ -319,34 +328,56 @@ class RestoreReconciler:
                       "message": f"KarmadaDeployment {name} runs on the restored etcd"}
         phase = "Succeeded" if final else "Running"
         out = self._out(phase, cond, ready_cond, verification=report)
-        events = [self._event("Verified" if not diffs else "VerificationDifferences", cond["message"])] if final else []
+        if not final:
+            events = []
+        elif unreadable:
+            events = [{"type": "Warning", "reason": "VerificationUnreadable", "message": cond["message"]}]
+        else:
+            events = [self._event("Verified" if not diffs else "VerificationDifferences", cond["message"])]
         return Outcome(out, events, "verified" if final else "verifying", True)
 
-    def _count(self, target: Mapping[str, Any]) -> dict[str, int]:
+    def _count(self, target: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, str]]:
         """Objects per Karmada resource through the restored karmada-apiserver (its Service's
-        ClusterIP, as the KarmadaDeployment role dials it; the certificate's DNS name for TLS)."""
+        ClusterIP, as the KarmadaDeployment role dials it; the certificate's DNS name for TLS),
+        and, for each resource that could not be counted, why (the verification fails on it)."""
         tname = target["metadata"]["name"]
         secret_name = (target.get("status") or {}).get("adminKubeconfigSecret") or f"{tname}-admin-kubeconfig"
+
+        def none_counted(why: str) -> tuple[dict[str, int], dict[str, str]]:
+            return {}, dict.fromkeys(eb.KARMADA_RESOURCES, why)
+
         secret = self.kube.get("v1", "Secret", secret_name, self.ns)
+        if secret is None:
+            return none_counted(f"Secret {self.ns}/{secret_name} (its admin kubeconfig) not found")
         svc = self.kube.get("v1", "Service", f"{tname}-apiserver", self.ns)
-        if secret is None or svc is None:
-            return {}
-        conf = load_kubeconfig_text(base64.b64decode(secret["data"]["kubeconfig"]).decode())
-        port = (svc["spec"].get("ports") or [{}])[0].get("port", 5443)
+        if svc is None:
+            return none_counted(f"Service {self.ns}/{tname}-apiserver not found")
         try:
+            conf = load_kubeconfig_text(base64.b64decode((secret.get("data") or {})["kubeconfig"]).decode())
+            port = (svc["spec"].get("ports") or [{}])[0].get("port", 5443)
             karmada = Kube.from_kubeconfig(conf, server=f"https://{svc['spec']['clusterIP']}:{port}",
                                            tls_server_name=f"{svc['metadata']['name']}.{self.ns}.svc.cluster.local",
                                            where=f"Secret {secret_name}")
-        except KubeConfigError:
-            return {}
-        counts: dict[str, int] = {}
+        except (KubeConfigError, KeyError, TypeError, ValueError) as exc:  # binascii, Unicode errors are ValueErrors
+            detail = f"no key {exc}" if isinstance(exc, KeyError) else str(exc)
+            return none_counted(f"Secret {self.ns}/{secret_name} holds no usable kubeconfig ({detail})")
         with karmada:
-            for resource, (api_version, kind, _) in eb.KARMADA_RESOURCES.items():
-                try:
-                    counts[resource] = len(karmada.list(api_version, kind))
-                except KubeError:
-                    continue
-        return counts
+            return count_objects(karmada)
+
+
+def count_objects(karmada: Kube) -> tuple[dict[str, int], dict[str, str]]:
+    """``len(list)`` of each Karmada resource (etcd_backup.KARMADA_RESOURCES) through ``karmada``;
+    a list that fails (unreachable, an error status, a kind the server does not serve) is not a
+    count: its resource goes into the second dict with the error instead."""
+    counts: dict[str, int] = {}
+    unread: dict[str, str] = {}
+    for resource, (api_version, kind, _) in eb.KARMADA_RESOURCES.items():
+        try:
+            counts[resource] = len(karmada.list(api_version, kind))
+        except KubeError as exc:
+            code = f"{exc.status} " if exc.status else ""
+            unread[resource] = f"listing {kind} ({api_version}) failed: {code}{exc.reason}: {exc.message}"
+    return counts, unread
 
 
 # --------------------------------------------------------------------------- the etcd_restore task

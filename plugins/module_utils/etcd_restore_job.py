@@ -107,11 +107,17 @@ def restore_member(plan: Mapping[str, Any], store: store_lib.SnapshotStore, etcd
         after = etcdutl_status(etcdutl, data_dir / "member" / "snap" / "db")
     finally:
         staged.unlink(missing_ok=True)
+    # What etcdutl did not print is None (the verification fails on it), never 0.
     return {"ok": True, "member": member["name"],
             "snapshot": {"name": info.name, "sha256": info.sha256, "sizeBytes": info.size, "location": info.location,
                          "revision": int(before.get("revision", info.revision)),
-                         "totalKey": int(before.get("totalKey", 0)), "keys": info.keys, "counts": dict(info.counts)},
-            "restored": {"revision": int(after.get("revision", 0)), "totalKey": int(after.get("totalKey", 0))}}
+                         "totalKey": _number(before, "totalKey"), "keys": info.keys, "counts": dict(info.counts)},
+            "restored": {"revision": _number(after, "revision"), "totalKey": _number(after, "totalKey")}}
+
+
+def _number(status: Mapping[str, Any], key: str) -> int | None:
+    value = status.get(key)
+    return None if value is None else int(value)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None, out: Any = None) -> int:

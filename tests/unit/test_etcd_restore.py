@@ -135,17 +135,69 @@ def test_the_gate_holds_the_karmada_back_until_seeded():
     assert er.restore_gate([pending], "dc2", running)["wait"] is False
 
 
+COUNTS = {"clusters": 2, "propagationpolicies": 3, "clusterpropagationpolicies": 1, "overridepolicies": 0,
+          "resourcebindings": 8, "works": 10, "namespaces": 6}
+SNAP = {"revision": 900, "keys": 500, "counts": COUNTS}
+# the revision bump adds one empty entry to the key bucket
+SEEDED = [{"member": f"dc2-etcd-{i}", "snapshot": {"totalKey": 700},
+           "restored": {"revision": 1_000_000_900, "totalKey": 701}} for i in range(3)]
+BUMP = 1_000_000_000
+
+
 def test_verification_lists_every_difference():
-    snap = {"revision": 900, "keys": 500, "counts": {"clusters": 2, "works": 10, "namespaces": 6}}
-    # the revision bump adds one empty entry to the key bucket
-    seeded = [{"snapshot": {"totalKey": 700}, "restored": {"revision": 1_000_000_900, "totalKey": 701}}] * 3
-    ok = er.verification(snap, seeded, {"clusters": 2, "works": 10, "namespaces": 6}, 1_000_000_000)
-    assert ok["differences"] == [] and ok["restoredRevision"] == 1_000_000_900
-    bad = er.verification(snap, seeded, {"clusters": 1, "works": 10, "namespaces": 6}, 1_000_000_000)
+    ok = er.verification(SNAP, SEEDED, COUNTS, BUMP)
+    assert ok["differences"] == [] and ok["unreadable"] == [] and ok["restoredRevision"] == 1_000_000_900
+    bad = er.verification(SNAP, SEEDED, {**COUNTS, "clusters": 1}, BUMP)
     assert bad["differences"] == ["clusters: 2 in the snapshot, 1 served by the restored karmada-apiserver"]
-    low = er.verification(snap, [{"snapshot": {"totalKey": 700}, "restored": {"revision": 950, "totalKey": 701}}],
-                          {}, 1_000_000_000)
-    assert "below the snapshot's 900 plus the bump" in low["differences"][0]
-    lost = er.verification(snap, [{"snapshot": {"totalKey": 700}, "restored": {"revision": 1_000_000_900,
-                                                                               "totalKey": 650}}], {}, 1_000_000_000)
-    assert "keys in the snapshot [700]" in lost["differences"][0]
+    low = er.verification(SNAP, [{"snapshot": {"totalKey": 700}, "restored": {"revision": 950, "totalKey": 701}}],
+                          COUNTS, BUMP)
+    assert low["differences"] == ["restored revision 950 is below the snapshot's 900 plus the bump 1000000000"]
+    lost = er.verification(SNAP, [{"snapshot": {"totalKey": 700}, "restored": {"revision": 1_000_000_900,
+                                                                               "totalKey": 650}}], COUNTS, BUMP)
+    assert lost["differences"] == ["keys in the snapshot [700] (+1 for the revision bump) differ from the restored "
+                                   "members' [650]"]
+
+
+def test_a_list_that_failed_fails_the_verification_and_is_named():
+    """A count the restored karmada-apiserver did not give (an API error, a kind it does not
+    serve) is a failure naming the resource and the error, never a match by omission."""
+    counts = {k: v for k, v in COUNTS.items() if k not in ("clusters", "works")}
+    unread = {"clusters": "listing Cluster (cluster.karmada.io/v1alpha1) failed: 503 ServiceUnavailable: the "
+                          "aggregated API is down",
+              "works": "listing Work (work.karmada.io/v1alpha1) failed: 404 NotFound: not served"}
+    report = er.verification(SNAP, SEEDED, counts, BUMP, unread)
+    assert report["unreadable"] == [f"clusters through the restored karmada-apiserver: {unread['clusters']}",
+                                    f"works through the restored karmada-apiserver: {unread['works']}"]
+    assert report["differences"] == [f"could not read {u}" for u in report["unreadable"]]
+    objects = {o["resource"]: o for o in report["objects"]}
+    assert objects["clusters"] == {"resource": "clusters", "snapshot": 2}  # no "restored": nothing was read
+    # a resource missing without a reason is still a failure
+    silent = er.verification(SNAP, SEEDED, counts, BUMP)
+    assert silent["unreadable"] == ["clusters, works through the restored karmada-apiserver: no count was returned"]
+    # nothing counted at all (no credentials): one line, every resource named
+    none = er.verification(SNAP, SEEDED, {}, BUMP, dict.fromkeys(COUNTS, "Secret x/dc2-admin-kubeconfig not found"))
+    assert none["unreadable"] == [f"{', '.join(COUNTS)} through the restored karmada-apiserver: Secret "
+                                  "x/dc2-admin-kubeconfig not found"]
+
+
+def test_values_missing_from_the_snapshot_or_the_members_fail_the_verification():
+    """What the snapshot's metadata or a member's result does not hold cannot be compared: it
+    fails, naming it (a missing revision used to read as 0, below any restored revision)."""
+    no_counts = er.verification({"revision": 900}, SEEDED, COUNTS, BUMP)
+    assert no_counts["differences"] == [f"could not read the snapshot's count of {', '.join(COUNTS)} (its metadata "
+                                        "records none: the backup could not count at its revision)"]
+    one_count = er.verification({**SNAP, "counts": {k: v for k, v in COUNTS.items() if k != "works"}}, SEEDED,
+                                COUNTS, BUMP)
+    assert one_count["unreadable"] == ["the snapshot's count of works (its metadata records none: the backup could "
+                                       "not count at its revision)"]
+    no_rev = er.verification({**SNAP, "revision": None}, SEEDED, COUNTS, BUMP)
+    assert no_rev["unreadable"] == ["the snapshot's revision (not in its metadata)"]
+    assert "snapshotRevision" not in no_rev  # not nullable in the CRD: left out, the difference says why
+    member = [{"member": "dc2-etcd-0", "snapshot": {"totalKey": None}, "restored": {"revision": None,
+                                                                                     "totalKey": 701}}]
+    unknown = er.verification(SNAP, member, COUNTS, BUMP)
+    assert unknown["unreadable"] == ["dc2-etcd-0's restored revision",
+                                     "the snapshot's key total (etcdutl snapshot status, dc2-etcd-0)"]
+    assert "restoredRevision" not in unknown
+    nobody = er.verification(SNAP, [], COUNTS, BUMP)
+    assert nobody["unreadable"] == ["the members' restore results (none recorded)"]

@@ -1,0 +1,163 @@
+"""The EtcdRestore pass's verification step: what it could not read fails it, named.
+
+The host cluster is a stand-in (``Host``: the objects a pass reads, no writes happen in this
+step); the restored karmada-apiserver is reached by the real client (``karmada_kube.Kube``),
+pointed at a loopback port nothing listens on, so its lists fail the way they fail on a plane
+that is down.
+"""
+
+from __future__ import annotations
+
+import base64
+import socket
+from datetime import UTC, datetime, timedelta
+
+import etcd_backup as eb
+import etcd_restore_controller as ctl
+import yaml
+from karmada_kube import KubeError
+
+NOW = datetime(2026, 3, 10, 12, 0, 0, tzinfo=UTC)
+NS = "site-b"
+COUNTS = {"clusters": 2, "propagationpolicies": 3, "clusterpropagationpolicies": 1, "overridepolicies": 0,
+          "resourcebindings": 8, "works": 10, "namespaces": 6}
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed again when the block ends: nothing listens there
+
+
+class Host:
+    """The host cluster's objects a verification pass reads, by (kind, name)."""
+
+    def __init__(self, *objects: dict):
+        self.objects = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        return self.objects.get((kind, name))
+
+
+def target() -> dict:
+    return {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "KarmadaDeployment",
+            "metadata": {"name": "dc2", "namespace": NS, "generation": 3},
+            "status": {"adminKubeconfigSecret": "dc2-admin-kubeconfig",
+                       "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 3}]}}
+
+
+def admin_secret() -> dict:
+    conf = {"apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "karmada", "cluster": {"server": "https://unused:5443",
+                                                         "insecure-skip-tls-verify": True}}],
+            "users": [{"name": "admin", "user": {"token": "t0k3n"}}],
+            "contexts": [{"name": "karmada", "context": {"cluster": "karmada", "user": "admin"}}],
+            "current-context": "karmada"}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dc2-admin-kubeconfig", "namespace": NS},
+            "data": {"kubeconfig": base64.b64encode(yaml.safe_dump(conf).encode()).decode()}}
+
+
+def apiserver_service(port: int) -> dict:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "dc2-apiserver", "namespace": NS},
+            "spec": {"clusterIP": "127.0.0.1", "ports": [{"port": port}]}}
+
+
+def seeded_restore(seeded_at: datetime = NOW) -> dict:
+    return {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdRestore",
+            "metadata": {"name": "move", "namespace": NS, "generation": 1},
+            "spec": {"target": {"karmadaDeploymentRef": {"name": "dc2"}}},
+            "status": {"phase": "Running", "observedGeneration": 1,
+                       "conditions": [{"type": "Seeded", "status": "True", "reason": "Restored", "message": "x",
+                                       "lastTransitionTime": "2026-03-10T11:59:00Z"}],
+                       "seededAt": seeded_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                       "seededMembers": [{"member": "dc2-etcd-0", "restoredRevision": 1_000_000_900, "keys": 701}],
+                       "expected": {"revision": 900, "keys": 500, "snapshotKeys": 700, "bumpRevision": 1_000_000_000,
+                                    "counts": COUNTS}}}
+
+
+def verified(outcome) -> dict:
+    return next(c for c in outcome.status["conditions"] if c["type"] == "Verified")
+
+
+def test_a_restored_karmada_apiserver_that_cannot_be_listed_is_not_verified():
+    """Every list fails (nothing listens): Verified False, reason Unreadable, each resource and
+    the error named. (Before, the failed lists were skipped and the pass said Matches.)"""
+    host = Host(target(), admin_secret(), apiserver_service(closed_port()))
+    outcome = ctl.RestoreReconciler(host, seeded_restore(), image="unused", now=NOW).reconcile()
+    cond = verified(outcome)
+    assert (cond["status"], cond["reason"]) == ("False", "Unreadable"), cond
+    for resource in eb.KARMADA_RESOURCES:
+        assert resource in cond["message"]
+    assert "cannot reach the Kubernetes API at https://127.0.0.1:" in cond["message"]
+    report = outcome.status["verification"]
+    assert report["differences"] and all(d.startswith("could not read ") for d in report["differences"])
+    assert "unreadable" not in report  # the condition carries it; status has no such field
+    assert outcome.status["phase"] == "Running" and outcome.events == []  # read again while the window lasts
+    # After the window: final, still not verified, and said in a Warning.
+    late = ctl.RestoreReconciler(host, seeded_restore(NOW - timedelta(minutes=6)), image="unused",
+                                 now=NOW).reconcile()
+    assert (verified(late)["status"], verified(late)["reason"]) == ("False", "Unreadable")
+    assert late.status["phase"] == "Succeeded"
+    assert [(e["type"], e["reason"]) for e in late.events] == [("Warning", "VerificationUnreadable")]
+
+
+def test_a_missing_admin_kubeconfig_is_not_verified_and_is_named():
+    host = Host(target(), apiserver_service(closed_port()))
+    cond = verified(ctl.RestoreReconciler(host, seeded_restore(), image="unused", now=NOW).reconcile())
+    assert (cond["status"], cond["reason"]) == ("False", "Unreadable")
+    assert f"Secret {NS}/dc2-admin-kubeconfig (its admin kubeconfig) not found" in cond["message"]
+    broken = admin_secret()
+    broken["data"] = {"config": broken["data"]["kubeconfig"]}  # the wrong key
+    host = Host(target(), broken, apiserver_service(closed_port()))
+    cond = verified(ctl.RestoreReconciler(host, seeded_restore(), image="unused", now=NOW).reconcile())
+    assert cond["reason"] == "Unreadable" and "holds no usable kubeconfig (no key 'kubeconfig')" in cond["message"]
+
+
+class Karmada:
+    """A karmada-apiserver that serves some kinds and fails others with the given error."""
+
+    def __init__(self, items: dict[str, int], errors: dict[str, KubeError]):
+        self.items, self.errors = items, errors
+
+    def list(self, api_version: str, kind: str) -> list[dict]:
+        if kind in self.errors:
+            raise self.errors[kind]
+        return [{}] * self.items[kind]
+
+
+def test_each_failed_list_is_reported_with_its_error_not_counted():
+    kinds = {resource: kind for resource, (_, kind, _) in eb.KARMADA_RESOURCES.items()}
+    errors = {"Cluster": KubeError(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
+              "OverridePolicy": KubeError(404, "NotFound", "https://k does not serve OverridePolicy "
+                                                          "(policy.karmada.io/v1alpha1)")}
+    counts, unread = ctl.count_objects(Karmada({kinds[r]: n for r, n in COUNTS.items()}, errors))
+    assert counts == {r: n for r, n in COUNTS.items() if r not in ("clusters", "overridepolicies")}
+    assert unread == {
+        "clusters": "listing Cluster (cluster.karmada.io/v1alpha1) failed: 503 ServiceUnavailable: the server is "
+                    "currently unable to handle the request",
+        "overridepolicies": "listing OverridePolicy (policy.karmada.io/v1alpha1) failed: 404 NotFound: "
+                            "https://k does not serve OverridePolicy (policy.karmada.io/v1alpha1)"}
+
+
+class Counted(ctl.RestoreReconciler):
+    """The pass with the restored plane's counts given (the lists are what the tests above cover)."""
+
+    counted: tuple[dict[str, int], dict[str, str]] = ({}, {})
+
+    def _count(self, target):
+        return self.counted
+
+
+def test_only_a_complete_and_equal_reading_is_verified():
+    host = Host(target())
+    whole = Counted(host, seeded_restore(), image="unused", now=NOW)
+    whole.counted = (dict(COUNTS), {})
+    cond = verified(whole.reconcile())
+    assert (cond["status"], cond["reason"]) == ("True", "Matches")
+    partial = Counted(host, seeded_restore(), image="unused", now=NOW)
+    partial.counted = ({k: v for k, v in COUNTS.items() if k != "works"},
+                       {"works": "listing Work (work.karmada.io/v1alpha1) failed: 0 Unreachable: down"})
+    cond = verified(partial.reconcile())
+    assert (cond["status"], cond["reason"]) == ("False", "Unreadable")
+    assert cond["message"] == ("could not read works through the restored karmada-apiserver: listing Work "
+                               "(work.karmada.io/v1alpha1) failed: 0 Unreachable: down")
