@@ -673,7 +673,8 @@ def karmada_deployment_spec() -> Schema:
                                       **{"x-kubernetes-list-type": "set"}),
                     "allowDowngrade": s("Allow spec.karmadaVersion below the running version (one minor at a "
                                         "time). Without it a downgrade is refused (UnsupportedUpgrade) unless it "
-                                        "goes back to the version the last upgrade started from (a rollback).",
+                                        "sets a running or stopped upgrade back to the version it started from (a "
+                                        "rollback); after an upgrade has completed, going back needs it.",
                                         "boolean", default=False),
                     "preUpgradeBackup": s("Auto: when an EtcdBackup in this namespace backs up this Karmada (it names "
                                           "a store), a version change first takes a one-off EtcdBackup to the same "

@@ -18,6 +18,7 @@ if _MODULE_UTILS not in sys.path:
 
 import applied_objects  # noqa: E402
 import karmada_ca_rotation  # noqa: E402
+import karmada_requeue  # noqa: E402
 import karmada_upgrade  # noqa: E402
 import role_templates  # noqa: E402
 from etcd_restore import restore_gate  # noqa: E402
@@ -101,9 +102,20 @@ def kubeconfig_with_server(kubeconfig: str, server: str, tls_server_name: str = 
     return with_server(_plain(kubeconfig), _plain(server), _plain(tls_server_name))
 
 
+def requeue_after(cr, root, renew_at=None) -> str:
+    cr = _plain(cr or {})
+    if renew_at is None:
+        renew_at = ((cr.get("status") or {}).get("converged") or {}).get("renewAt") or ""
+    return karmada_requeue.requeue_after(cr, str(renew_at or ""), karmada_requeue.watches_period(str(root)),
+                                         datetime.now(UTC))
+
+
 class FilterModule:
     def filters(self):
         return {
+            # when the next certificate renewal comes before the next periodic reconcile
+            # (module_utils/karmada_requeue.py): the requeue_after period, else ""
+            "karmada_requeue_after": requeue_after,
             "karmada_kubeconfig_server": kubeconfig_with_server,
             # skip applying what is already there (module_utils/applied_objects.py)
             "karmada_with_digest": lambda objs: applied_objects.with_digest(_plain(objs or [])),

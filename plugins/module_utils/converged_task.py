@@ -93,4 +93,4 @@ def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> d
     except (KubeError, KubeConfigError) as exc:
         raise ModuleFailed(str(exc)) from None
     return {"changed": converged["fingerprint"] != previous, "converged": True,
-            "reason": f"recorded the full pass at {converged['at']}"}
+            "reason": f"recorded the full pass at {converged['at']}", "renew_at": converged.get("renewAt", "")}

@@ -515,6 +515,24 @@ def prepare(source: ScaleSource, *, statefulset: str, desired: int, peer_url: Ca
     return replicas
 
 
+def claim_templates(sts: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """An existing StatefulSet's volumeClaimTemplates as it was created, the fields the operator
+    renders (name, labels, access modes, storage class, requests): applied back unchanged, since
+    the API server refuses any change to them. Fields the API server defaulted (volumeMode) are
+    left out: applying them would take their ownership, a change in every first pass. A new spec
+    (a spec.globals label, another storage size) does not reach existing claims; [] when there is
+    no StatefulSet yet."""
+    out = []
+    for template in ((sts or {}).get("spec") or {}).get("volumeClaimTemplates") or []:
+        meta, spec = template.get("metadata") or {}, template.get("spec") or {}
+        kept = {k: spec[k] for k in ("accessModes", "storageClassName") if spec.get(k)}
+        requests = (spec.get("resources") or {}).get("requests")
+        if requests:
+            kept["resources"] = {"requests": dict(requests)}
+        out.append({"metadata": {k: meta[k] for k in ("name", "labels") if meta.get(k)}, "spec": kept})
+    return out
+
+
 class KubeScaleSource:
     """:class:`ScaleSource` over a ``karmada_kube.Kube`` (the API server itself, not a cache)."""
 

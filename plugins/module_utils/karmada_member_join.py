@@ -765,7 +765,11 @@ class Joiner:
         name = self.spec.name
         agent = {"apiVersion": "apps/v1", "kind": "Deployment",
                  "metadata": {"name": "karmada-agent", "namespace": AGENT_NAMESPACE}}
-        for obj in [agent, *reversed(member_push_objects(name) + member_agent_access(name))]:
+        # the agent's kubeconfig (a client certificate and key of Karmada's CA): it must not stay
+        # behind in a karmada-system namespace that was there before the join
+        agent_secret = {"apiVersion": "v1", "kind": "Secret",
+                        "metadata": {"name": "karmada-agent-kubeconfig", "namespace": AGENT_NAMESPACE}}
+        for obj in [agent, agent_secret, *reversed(member_push_objects(name) + member_agent_access(name))]:
             if obj["kind"] != "Namespace":
                 self._delete_ours(member, obj, "member")
         for ns_name in (CLUSTER_NAMESPACE, AGENT_NAMESPACE):

@@ -3,8 +3,8 @@
 A version change is ``spec.karmadaVersion`` differing from ``status.karmadaVersion`` (the
 version the plane last converged to) on a plane that was installed (has a status version).
 The preflight allows one minor version up at a time, any patch change within a minor, and a
-downgrade only back to the version the last upgrade started from (a rollback) or when
-``spec.upgrade.allowDowngrade`` is set. What runs is the same reconcile as an install: every
+downgrade only back to the version an unfinished (running or stopped) upgrade started from (a
+rollback) or when ``spec.upgrade.allowDowngrade`` is set. What runs is the same reconcile as an install: every
 step gated, components one at a time in the registry's order (karmada_rollout).
 
 status.upgrade records the last version change: fromVersion, toVersion, phase (InProgress,
@@ -82,12 +82,19 @@ def preflight(cr: Mapping[str, Any], target: str) -> None:
     spec_upgrade = (cr.get("spec") or {}).get("upgrade") or {}
     last = (cr.get("status") or {}).get("upgrade") or {}
     if new[:3] < old[:3]:
-        rollback = last.get("fromVersion") == target and last.get("toVersion") == running
+        # Going back without the flag is a rollback of an upgrade that has not finished (running
+        # or stopped). Once it has completed, the plane runs the new version with its data in the
+        # new shape: going back is a downgrade like any other and needs the flag.
+        unfinished = last.get("phase") in ("InProgress", "Stopped")
+        rollback = unfinished and last.get("fromVersion") == target and last.get("toVersion") == running
         if not (rollback or spec_upgrade.get("allowDowngrade")):
+            done = (f"the upgrade {last.get('fromVersion')} -> {last.get('toVersion')} has completed"
+                    if last.get("phase") == "Succeeded" and last.get("toVersion") == running else
+                    "no upgrade to roll back is running or stopped")
             raise UpgradeRefused(
-                f"spec.karmadaVersion {target} is older than the running {running}: a downgrade is allowed back to "
-                f"the version the last upgrade started from ({last.get('fromVersion') or 'none recorded'}) or "
-                "with spec.upgrade.allowDowngrade: true")
+                f"spec.karmadaVersion {target} is older than the running {running} and {done}: a downgrade needs "
+                "spec.upgrade.allowDowngrade: true (without it, only a running or stopped upgrade can be set back "
+                "to the version it started from)")
         if old[0] != new[0] or old[1] - new[1] > 1:
             raise UpgradeRefused(f"spec.karmadaVersion {target}: a downgrade moves one minor version at a time "
                                  f"(running {running})")

@@ -31,6 +31,17 @@ ARGUMENT_SPEC: dict[str, Any] = {
 }
 
 
+def replacing_patch(current: Any, new: Any) -> Any:
+    """A JSON merge patch (RFC 7386) turning ``current`` into ``new``: objects key by key, with
+    null for each key ``new`` no longer has; anything else (lists too) replaced whole."""
+    if not isinstance(current, dict) or not isinstance(new, dict):
+        return new
+    out: dict[str, Any] = {k: None for k in current if k not in new}
+    for key, value in new.items():
+        out[key] = replacing_patch(current[key], value) if key in current else value
+    return out
+
+
 def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> dict[str, Any]:
     what = f"{p['kind']} {p['name']}"
     try:
@@ -61,10 +72,11 @@ def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> d
         if check_mode:
             return out
         try:
-            # A merge patch of the status subresource: top-level status keys we set replace
-            # the current ones, the others stay.
-            kube.merge_patch(p["api_version"], p["kind"], p["name"], {"status": new}, p.get("namespace"),
-                             subresource="status")
+            # A merge patch of the status subresource that makes it exactly ``new``: a key a
+            # nested object lost is sent as null (a merge patch merges objects key by key, so
+            # status.upgrade would otherwise keep the stoppedAt of an earlier stop).
+            kube.merge_patch(p["api_version"], p["kind"], p["name"], {"status": replacing_patch(current, new)},
+                             p.get("namespace"), subresource="status")
         except KubeError as exc:
             if exc.status == 404:
                 return {"changed": False, "status": {}, "changed_fields": [], "msg": "object not found"}

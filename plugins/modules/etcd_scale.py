@@ -112,6 +112,13 @@ replicas:
   description: prepare, the replicas to apply the StatefulSet with; else the StatefulSet's replicas at the end.
   returned: success
   type: int
+volume_claim_templates:
+  description:
+    - prepare, the existing StatefulSet's volumeClaimTemplates (name, labels, annotations, spec), to
+      apply it with unchanged: the API server refuses any change to them (a spec.globals label
+      added later, say); empty for a new StatefulSet.
+  returned: when phase is prepare
+  type: list
 members:
   description: The etcd members at the end (names, in ordinal order).
   returned: success
@@ -145,7 +152,13 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible.module_utils.cr_pass import event_object  # noqa: E402
 from ansible.module_utils.etcd_gateway import EtcdClient, EtcdError, missing_tls, tls_files  # noqa: E402
 from ansible.module_utils.etcd_rollout import resolve_map  # noqa: E402
-from ansible.module_utils.etcd_scaling import EtcdScaleStopped, KubeScaleSource, prepare, scale  # noqa: E402
+from ansible.module_utils.etcd_scaling import (  # noqa: E402
+    EtcdScaleStopped,
+    KubeScaleSource,
+    claim_templates,
+    prepare,
+    scale,
+)
 from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
 
 EVENT_REASONS = {"add": "EtcdMemberAdded", "promote": "EtcdMemberPromoted", "remove": "EtcdMemberRemoved",
@@ -193,9 +206,10 @@ def main() -> None:
         if p["phase"] == "prepare":
             try:
                 replicas = prepare(source, statefulset=p["statefulset"], desired=p["replicas"], peer_url=peer_url)
+                claims = claim_templates(source.statefulset())
             except KubeError as exc:
                 module.fail_json(msg=f"{exc.status} {exc.reason}: {exc.message}")
-            module.exit_json(changed=source.wrote, replicas=replicas, steps=[])
+            module.exit_json(changed=source.wrote, replicas=replicas, volume_claim_templates=claims, steps=[])
         missing = missing_tls(p["tls"])
         if missing:
             module.fail_json(msg=f"tls: {', '.join(missing)} missing")

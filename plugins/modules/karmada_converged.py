@@ -82,6 +82,10 @@ reason:
   description: Why (check), or what was recorded (record).
   returned: always
   type: str
+renew_at:
+  description: (record) When the soonest certificate enters its renewal window (C(renewAt)), empty when none is listed.
+  returned: when mode is record
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402

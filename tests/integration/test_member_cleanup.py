@@ -62,9 +62,13 @@ def test_unjoin_removes_only_what_the_join_made(member):
     server.kubectl("apply", "-f", "-", input_text=FOREIGN)
     joiner = mj.Joiner(mj.MemberSpec(name="m1", sync_mode="Pull"), clients=None, wait=1, poll=0.1)
 
-    # what Push and Pull joins put into a member
-    for obj in mj.member_push_objects("m1") + mj.member_agent_access("m1"):
+    # what Push and Pull joins put into a member (the agent's kubeconfig Secret with it)
+    agent_secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                    "metadata": mj._meta("karmada-agent-kubeconfig", "karmada-system", "m1"),
+                    "data": {"karmada-kubeconfig": "a2V5"}}
+    for obj in [*mj.member_push_objects("m1"), *mj.member_agent_access("m1"), agent_secret]:
         joiner._apply(kube, obj, "member")
+    assert "karmada-agent-kubeconfig" in names(server, "secrets", "-n", "karmada-system")
     system = json.loads(server.kubectl("get", "namespace", "karmada-system", "-o", "json").stdout)
     assert system["metadata"]["labels"] == {"team": "platform", "kubernetes.io/metadata.name": "karmada-system"}
     created = json.loads(server.kubectl("get", "namespace", "karmada-cluster", "-o", "json").stdout)
@@ -78,6 +82,8 @@ def test_unjoin_removes_only_what_the_join_made(member):
     # ours are gone (karmada-cluster is deleted; a bare apiserver has no namespace controller
     # to finish it, so it stays Terminating) ...
     assert "karmada-agent" not in names(server, "serviceaccounts", "-n", "karmada-system")
+    # the agent's credentials (Karmada's CA, a client key) do not stay behind in karmada-system
+    assert "karmada-agent-kubeconfig" not in names(server, "secrets", "-n", "karmada-system")
     assert not {"karmada-agent", "karmada-controller-manager:karmada-m1"} & names(server, "clusterroles")
     cluster_ns = json.loads(server.kubectl("get", "namespace", "karmada-cluster", "-o", "json",
                                            check=False).stdout or "{}")

@@ -100,3 +100,20 @@ def test_hostpath_storage_refuses_new_members_and_removals(action, in_flight, re
     step = es.ScaleStep(action, "why", in_flight=in_flight)
     assert bool(es.storage_refusal(step, "HostPath")) == refused
     assert es.storage_refusal(step, "PersistentVolumeClaim") == ""
+
+
+def test_an_existing_statefulsets_claim_templates_are_applied_back_as_created():
+    """The API server refuses any change to volumeClaimTemplates: a spec.globals label added after
+    the install must not reach them (it made every apply fail with Forbidden)."""
+    live = {"spec": {"volumeClaimTemplates": [
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+         "metadata": {"name": "data", "labels": {"app.kubernetes.io/name": "etcd"}, "creationTimestamp": None},
+         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "standard", "volumeMode": "Filesystem",
+                  "resources": {"requests": {"storage": "1Gi"}}},
+         "status": {"phase": "Pending"}}]}}
+    # what the operator renders, not what the API server defaulted (volumeMode): no ownership change
+    assert es.claim_templates(live) == [
+        {"metadata": {"name": "data", "labels": {"app.kubernetes.io/name": "etcd"}},
+         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "standard",
+                  "resources": {"requests": {"storage": "1Gi"}}}}]
+    assert es.claim_templates(None) == [] and es.claim_templates({"spec": {}}) == []

@@ -38,11 +38,27 @@ def test_unsupported_changes_are_refused_with_the_reason(running, target, words)
 
 
 def test_a_rollback_to_where_the_last_upgrade_started_is_allowed_and_so_is_an_allowed_downgrade():
-    last = {"fromVersion": "v1.17.1", "toVersion": "v1.18.2", "phase": "Stopped"}
-    ku.preflight(cr("v1.18.2", upgrade=last), "v1.17.1")
+    for phase in ("Stopped", "InProgress"):
+        last = {"fromVersion": "v1.17.1", "toVersion": "v1.18.2", "phase": phase}
+        ku.preflight(cr("v1.18.2", upgrade=last), "v1.17.1")
     ku.preflight(cr("v1.18.2", allow=True), "v1.17.1")
     with pytest.raises(ku.UpgradeRefused, match="one minor version at a time"):
         ku.preflight(cr("v1.18.2", allow=True), "v1.16.0")
+
+
+def test_going_back_after_a_completed_upgrade_needs_allow_downgrade():
+    """A completed upgrade is not rolled back by setting the old version: the plane converged on
+    the new one (its CRDs, its objects in the new shape). That is a downgrade, and needs the flag."""
+    done = {"fromVersion": "v1.17.1", "toVersion": "v1.18.2", "phase": "Succeeded"}
+    with pytest.raises(ku.UpgradeRefused, match="has completed.*allowDowngrade") as err:
+        ku.preflight(cr("v1.18.2", upgrade=done), "v1.17.1")
+    assert err.value.reason == "UnsupportedUpgrade"
+    assert ku.refusal(cr("v1.18.2", upgrade=done), "v1.17.1")["reason"] == "UnsupportedUpgrade"
+    ku.preflight(cr("v1.18.2", upgrade=done, allow=True), "v1.17.1")
+    # a record of another upgrade does not make this one a rollback either
+    other = {"fromVersion": "v1.18.0", "toVersion": "v1.18.2", "phase": "Stopped"}
+    with pytest.raises(ku.UpgradeRefused, match="allowDowngrade"):
+        ku.preflight(cr("v1.18.2", upgrade=other), "v1.17.1")
 
 
 def test_an_upgrade_starts_and_a_stopped_one_resumes_with_its_record():
