@@ -62,11 +62,11 @@ lint: setup ## Static checks: ansible-lint, yamllint, shellcheck, ruff, syntax-c
 	hack/lint.sh
 
 .PHONY: test
-test: setup testenv-bin lint ## The test command: lint, then every pytest tier (unit, plugin, end-to-end, Karmada's own e2e suite).
+test: setup testenv-bin testenv-bin-previous lint ## The test command: lint, then every pytest tier (unit, plugin, end-to-end, Karmada's own e2e suite).
 	$(PY) -m pytest tests -m "not extended" $(PYTEST_ARGS)
 
 .PHONY: test-extended
-test-extended: setup testenv-bin testenv-bin-previous ## The end-to-end scenarios not in make test yet (upgrades with Karmada's e2e suite after them, certificate rotation, OLM); run before resolving their issues.
+test-extended: setup testenv-bin testenv-bin-previous ## The end-to-end scenario not in make test yet (OLM); run before resolving its issue.
 	$(PY) -m pytest tests -m extended $(PYTEST_ARGS)
 
 .PHONY: unit
@@ -74,7 +74,7 @@ unit: setup ## Unit tests only (no processes started).
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
 .PHONY: e2e
-e2e: setup testenv-bin ## Tier-3 tests on the local host cluster built by hack/testenv.
+e2e: setup testenv-bin testenv-bin-previous ## Tier-3 tests on the local host cluster built by hack/testenv.
 	$(PY) -m pytest tests/e2e -m "not extended" $(PYTEST_ARGS)
 
 .PHONY: bench
@@ -89,8 +89,8 @@ testenv-bin: ## Build the pinned binaries into $(KO_CACHE)/bin, Karmada's e2e su
 	@hack/karmada-e2e/build.sh
 
 .PHONY: testenv-bin-previous
-testenv-bin-previous: ## Build Karmada's default components at KARMADA_PREVIOUS_VERSION (the upgrade tests start there; skips what is there).
-	@KO_KARMADA_VERSION=previous hack/testenv/build-bins.sh karmada-aggregated-apiserver karmada-controller-manager karmada-scheduler karmada-webhook
+testenv-bin-previous: ## Build Karmada's default components and karmada-agent at KARMADA_PREVIOUS_VERSION (the upgrade tests start there; skips what is there).
+	@KO_KARMADA_VERSION=previous hack/testenv/build-bins.sh karmada-aggregated-apiserver karmada-controller-manager karmada-scheduler karmada-webhook karmada-agent
 
 .PHONY: testenv-up
 testenv-up: setup testenv-bin ## Start the local host cluster (idempotent).

@@ -2,7 +2,7 @@
 # Run Karmada's own end-to-end suite (built by hack/karmada-e2e/build.sh) against a running
 # Karmada, on the spec groups listed in hack/karmada-e2e/groups.txt (the ones the test bed can
 # run; docs/testing.md says why the others cannot). tests/support/karmada_suite.py runs it
-# against a Karmada our operator installs (test_karmada_member_clusters.py, test_upgrade.py); by hand:
+# against a Karmada our operator installs (test_karmada_member_clusters.py, before and after its upgrade); by hand:
 #
 #   KUBECONFIG=<file with contexts karmada-host and karmada-apiserver> \
 #   PULL_BASED_CLUSTERS=member3:<kubeconfig with a context member3> \

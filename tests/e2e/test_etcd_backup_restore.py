@@ -123,13 +123,16 @@ def succeeded(b: dict) -> bool:
 
 
 def remove_what_the_tests_made(host_cluster: HostCluster) -> None:
+    """Both namespaces at once: the two Karmadas' finalizers (the members' unjoin first) run side
+    by side, then both namespaces go; each step waits for what it deleted."""
     for ns in (NS, TARGET_NS):
         host_cluster.kubectl("delete", "etcdbackups,etcdrestores", "--all", "-n", ns, "--timeout=60s",
                              check=False, timeout=90)
-        # the finalizers unjoin the members first: kubectl may wait its whole timeout
-        host_cluster.kubectl("delete", "karmadadeployments", "--all", "-n", ns, "--timeout=600s",
-                             check=False, timeout=630)
-        host_cluster.kubectl("delete", "namespace", ns, "--timeout=300s", check=False, timeout=330)
+    for ns in (NS, TARGET_NS):
+        host_cluster.kubectl("delete", "karmadadeployments", "--all", "-n", ns, "--wait=false", check=False)
+    for ns in (NS, TARGET_NS):
+        karmada_e2e.delete_karmada(host_cluster, ns, timeout=600)
+    host_cluster.kubectl("delete", "namespace", NS, TARGET_NS, "--timeout=300s", check=False, timeout=330)
     host_cluster.kubectl("delete", "pv", "restore-e2e-backups", "--ignore-not-found", check=False)
 
 

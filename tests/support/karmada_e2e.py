@@ -73,6 +73,15 @@ class Deployment:
         return proc
 
 
+def events(karmada: Deployment, reason: str) -> list[dict]:
+    """This KarmadaDeployment's Events of one reason, oldest first (by UID: Events of an earlier
+    Karmada of the same name outlive it by an hour)."""
+    uid = karmada.get()["metadata"]["uid"]
+    items = karmada.host.get("events", "-n", karmada.namespace, "--field-selector",
+                             f"involvedObject.kind=KarmadaDeployment,involvedObject.uid={uid},reason={reason}")["items"]
+    return sorted(items, key=lambda e: int(e["metadata"]["resourceVersion"]))
+
+
 def runs(namespace: str, name: str) -> list[Path]:
     """The runtime's finished reconcile runs of one KarmadaDeployment, oldest first."""
     artifacts = RUNNER_ROOT / namespace / name / "artifacts"

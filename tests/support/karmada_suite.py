@@ -92,6 +92,13 @@ def pull_members_kubeconfig(karmada: Deployment, members: list[MemberCluster], n
     return _write(conf, karmada.work / "members.config")
 
 
+def passed_specs(report_dir: Path) -> set[str]:
+    """The full text of every spec that passed in a run's report."""
+    suite = json.loads((report_dir / "report.json").read_text())[0]
+    return {" ".join([*s["ContainerHierarchyTexts"], s["LeafNodeText"]]) for s in suite["SpecReports"]
+            if s["LeafNodeType"] == "It" and s["State"] == "passed"}
+
+
 def run_suite(karmada: Deployment, members: list[MemberCluster], pull: list[str], report_dir: Path,
               groups_file: Path = GROUPS, timeout: float = 1800, via_service: bool = False) -> dict[str, list[str]]:
     """Run the suite's groups against ``karmada`` and assert it passed; the spec states per group.
