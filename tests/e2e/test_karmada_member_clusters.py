@@ -787,6 +787,19 @@ def pem_certs(data: bytes) -> list[x509.Certificate]:
         return []
 
 
+def kubeconfig_client_certs(data: bytes) -> list[x509.Certificate]:
+    """The client certificates of a kubeconfig ([] when ``data`` is not one)."""
+    try:
+        conf = yaml.safe_load(data)
+    except yaml.YAMLError:
+        return []
+    if not isinstance(conf, dict):
+        return []
+    users = [u.get("user") or {} for u in conf.get("users") or [] if isinstance(u, dict)]
+    return [c for u in users if u.get("client-certificate-data")
+            for c in pem_certs(base64.b64decode(u["client-certificate-data"]))]
+
+
 def everything(kubectl, kinds: str) -> list[dict]:
     return json.loads(kubectl("get", kinds, "-A", "-o", "json").stdout)["items"]
 
@@ -870,12 +883,13 @@ def test_ca_rotation_keeps_both_members_ready_and_leaves_the_old_ca_nowhere(
     signed = 0
     for secret in (o for o in places["host"] if o["kind"] == "Secret" and o["metadata"]["namespace"] == NS):
         for key, value in (secret.get("data") or {}).items():
-            for cert in pem_certs(base64.b64decode(value)):
+            for cert in pem_certs(base64.b64decode(value)) + kubeconfig_client_certs(base64.b64decode(value)):
                 if cert.issuer == new_ca.subject and cert != new_ca:
                     assert signed_by(cert, new_ca), f"{secret['metadata']['name']}/{key}"
                     signed += 1
-    print(f"{signed} certificates of the Karmada CA in the host's Secrets, each signed by the new CA")
-    assert signed >= 10
+    print(f"{signed} certificates of the Karmada CA in the host's Secrets (leaves and kubeconfigs' client "
+          "certificates), each signed by the new CA")
+    assert signed >= 15
 
     # Karmada still works for both members: a policy made now.
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-ca-rotation", "namespace": "default"},
