@@ -199,17 +199,22 @@ def test_three_members_join_and_turn_ready(fleet: Deployment):
     assert found == expected_versions(OLD), found
 
 
-def test_second_reconcile_changes_nothing_on_any_member(fleet: Deployment):
-    time.sleep(15)  # let runs started by the join settle
+def full_pass(fleet: Deployment) -> Path:
+    """Ask for a full pass (annotation operator.karmada.io/full-pass) and return the run that
+    answered it (a fast-path run may follow it: the full pass writes status)."""
     before = {d.name for d in fleet.runs()}
-    # a full pass (operator.karmada.io/full-pass; touching an owned object would take the fast
-    # path, which runs no member play): every member play runs and changes nothing
     fleet.host.kubectl("annotate", "karmadadeployment", NAME, "-n", NS,
                        f"operator.karmada.io/full-pass={time.time()}", "--overwrite")
-    # the run that answered the annotation (a fast-path run may follow it: the full pass writes status)
-    run = fleet.wait_for(lambda: next((d for d in fleet.runs() if d.name not in before and "full pass was asked for"
-                                       in (karmada_e2e.fast_path(d).get("reason") or "")), None),
-                         600, "a reconcile run for the full-pass annotation")
+    return fleet.wait_for(lambda: next((d for d in fleet.runs() if d.name not in before and "full pass was asked for"
+                                        in (karmada_e2e.fast_path(d).get("reason") or "")), None),
+                          600, "a reconcile run for the full-pass annotation")
+
+
+def test_second_reconcile_changes_nothing_on_any_member(fleet: Deployment):
+    time.sleep(15)  # let runs started by the join settle
+    # a full pass (touching an owned object would take the fast path, which runs no member
+    # play): every member play runs and changes nothing
+    run = full_pass(fleet)
     stats, joins = recaps(run), karmada_e2e.member_results(run)
     print(f"\nno-op reconcile with 3 members: {stats}; members: "
           f"{ {n: (r['state'], r['changed'], r['changes']) for n, r in joins.items()} }")
@@ -742,14 +747,8 @@ def test_a_globals_change_rolls_every_component_once_in_order_and_the_next_pass_
     labelled = fleet.host.get("pods", "-n", NS, "-l", f"app.kubernetes.io/instance={NAME},example.com/team=platform")
     assert {p.name for p in after if p.app in control_plane} <= {p["metadata"]["name"] for p in labelled["items"]}
 
-    # the next full pass (operator.karmada.io/full-pass) changes nothing and replaces nothing
-    runs_before = {d.name for d in fleet.runs()}
-    fleet.host.kubectl("annotate", "karmadadeployment", NAME, "-n", NS,
-                       f"operator.karmada.io/full-pass={time.time()}", "--overwrite")
-    run = fleet.wait_for(lambda: next((d for d in fleet.runs() if d.name not in runs_before and "full pass was asked"
-                                       in (karmada_e2e.fast_path(d).get("reason") or "")), None),
-                         600, "a reconcile run for the full-pass annotation")
-    stats = recaps(run)
+    # the next full pass changes nothing and replaces nothing
+    stats = recaps(full_pass(fleet))
     print(f"next full pass: {stats}")
     assert stats["localhost"]["changed"] == 0 and stats["localhost"]["failed"] == 0, stats
     assert running(fleet) == after
