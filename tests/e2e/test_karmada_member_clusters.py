@@ -928,8 +928,12 @@ def apiservices(fleet: Deployment) -> dict[str, str]:
 
 
 def control_plane_pods(fleet: Deployment) -> dict[str, str]:
+    """The serving pods of the plane: not a Job's (backups), not one on its way out (a rotation's
+    last old pod may still be draining when the test before has seen Done)."""
     pods = fleet.host.get("pods", "-n", NS, "-l", f"app.kubernetes.io/instance={NAME}")["items"]
-    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods
+            if "deletionTimestamp" not in p["metadata"]
+            and not any(o["kind"] == "Job" for o in p["metadata"].get("ownerReferences") or [])}
 
 
 def test_search_and_metrics_adapter_serve_their_apis_and_go_away_cleanly(
