@@ -15,11 +15,10 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit
 PY=${PY:-python}
-MARK=(-m "not extended")
 start=$(date +%s)
 
 if [[ "${KO_TEST_SERIAL:-}" == 1 ]]; then
-    "$PY" -m pytest tests "${MARK[@]}" "$@"
+    "$PY" -m pytest tests "$@"
     exit $?
 fi
 
@@ -29,14 +28,14 @@ side_table=$(mktemp /tmp/ko-test-side.XXXXXX.md)
 e2e_table=$(mktemp /tmp/ko-test-e2e.XXXXXX.md)
 
 ONE_OPERATOR=tests/integration/test_operator_runtime.py
-KO_MODULE_SECONDS_FILE="$side_table" setsid nice -n 10 "$PY" -m pytest tests/unit tests/integration "${MARK[@]}" \
+KO_MODULE_SECONDS_FILE="$side_table" setsid nice -n 10 "$PY" -m pytest tests/unit tests/integration \
     --ignore="$ONE_OPERATOR" -p no:cacheprovider "$@" >"$side_log" 2>&1 &
 side=$!
 # Stopped with the run (Ctrl-C, a CI timeout): the side tier goes too, with the processes it
 # started (its own process group).
 trap 'kill -- -"$side" 2>/dev/null; rm -f "$side_log" "$e2e_log" "$side_table" "$e2e_table"' EXIT
 
-KO_MODULE_SECONDS_FILE="$e2e_table" "$PY" -m pytest tests/e2e "$ONE_OPERATOR" "${MARK[@]}" "$@" 2>&1 | tee "$e2e_log"
+KO_MODULE_SECONDS_FILE="$e2e_table" "$PY" -m pytest tests/e2e "$ONE_OPERATOR" "$@" 2>&1 | tee "$e2e_log"
 e2e_rc=${PIPESTATUS[0]}
 e2e_end=$(date +%s)
 wait "$side"

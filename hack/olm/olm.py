@@ -25,6 +25,7 @@ import copy
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -421,6 +422,28 @@ def operator_image_for(version: str) -> None:
     tag_image(OPERATOR_DEV_IMAGE, operator_image(version))
 
 
+# A later release in a catalog is another build of the operator, as a real next release is: this
+# tree with one file of its own (its version) under roles/, which changes the operator's build id
+# (karmada_converged.build_id: roles, playbooks, plugins, watches.yaml) and nothing it makes. Its
+# first pass over a Karmada is then a full one, as after any operator upgrade.
+RELEASE_NOTE = Path("roles/karmada_deployment/files/release")
+
+
+@cache
+def later_release_image(version: str) -> None:
+    """The operator image of a later ``version`` (operator-image.sh run on a copy of the tree that
+    carries RELEASE_NOTE), imported into the node's containerd as operator_image(version)."""
+    with tempfile.TemporaryDirectory(prefix=f"ko-release-{version}-") as tmp:
+        tree = Path(tmp) / "tree"
+        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache"))
+        (tree / RELEASE_NOTE).parent.mkdir(parents=True, exist_ok=True)
+        (tree / RELEASE_NOTE).write_text(f"{version}\n")
+        out = image_dir() / f"operator-{version}.tar"
+        built = run(str(tree / "hack" / "testenv" / "operator-image.sh"), operator_image(version), timeout=3600,
+                    env={"KO_OPERATOR_IMAGE_OUT": str(out)})
+        import_image(Path(built.stdout.strip().splitlines()[-1]))
+
+
 def release(versions_: list[str], work: Path, name: str) -> tuple[str, dict[str, str]]:
     """Bundles for ``versions_`` (each replacing the one before) and a catalog of all of them.
 
@@ -428,7 +451,10 @@ def release(versions_: list[str], work: Path, name: str) -> tuple[str, dict[str,
     rendered, replaces, images = [], {}, {}
     previous = None
     for version in versions_:
-        operator_image_for(version)
+        if previous is None:
+            operator_image_for(version)  # the tree as it is
+        else:
+            later_release_image(version)  # another build, as a next release is
         bundle_dir = make_bundle(version, work / f"bundle-{version}", replaces=previous)
         image = bundle_image(bundle_dir, version)
         doc = render_bundle(bundle_dir, image)

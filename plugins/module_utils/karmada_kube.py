@@ -151,6 +151,36 @@ def _forget_temp_files(directory: str) -> None:
                 memo.pop(key, None)
 
 
+# Embedded credentials of a kubeconfig, and the key naming the same as a file.
+_EMBEDDED = (("clusters", "cluster", "certificate-authority-data", "certificate-authority"),
+             ("users", "user", "client-certificate-data", "client-certificate"),
+             ("users", "user", "client-key-data", "client-key"))
+
+
+def _embedded_to_files(data: dict[str, Any], directory: str) -> None:
+    """Write every embedded certificate and key of ``data`` to a file of its own in ``directory``
+    (0600) and name that file in ``data`` instead. The kubernetes loader would write them itself,
+    but it memoizes its files by content across clients: two clients made at the same time from
+    the same credentials (every member thread of one pass reaches karmada-apiserver with the same
+    admin kubeconfig) would share one file, and the first one closed would remove it from under
+    the other, whose next TLS connection then fails with "No such file or directory"."""
+    for n, (section, entry_key, data_key, file_key) in enumerate(_EMBEDDED):
+        for i, entry in enumerate(data.get(section) or []):
+            body = entry.get(entry_key) if isinstance(entry, dict) else None
+            if not isinstance(body, dict) or not body.get(data_key):
+                continue
+            try:
+                content = base64.b64decode(body[data_key], validate=True)
+            except (binascii.Error, TypeError, ValueError) as exc:
+                raise KubeConfigError(f"{section}[{i}].{entry_key}.{data_key} is not base64: {exc}") from None
+            path = os.path.join(directory, f"{section}-{i}-{n}")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(content)
+            del body[data_key]
+            body[file_key] = path
+
+
 def _remove_private_dir(directory: str) -> None:
     _forget_temp_files(directory)
     shutil.rmtree(directory, ignore_errors=True)
@@ -262,12 +292,17 @@ class Kube:
                 if tls_server_name:
                     entry.setdefault("cluster", {})["tls-server-name"] = tls_server_name
         configuration = k8s_client.Configuration()
-        # The loader writes embedded certificates and keys to files that are read at each new
-        # TLS connection: keep them in a private directory for the client's lifetime.
+        # Certificates and keys are read from files at each new TLS connection: this client's
+        # own files, in a private directory for its lifetime (_embedded_to_files says why the
+        # loader does not write them).
         tmp = tempfile.mkdtemp(prefix="karmada-kube-")
         try:
+            _embedded_to_files(data, tmp)
             k8s_config.load_kube_config_from_dict(data, context=context, client_configuration=configuration,
                                                   temp_file_path=tmp)
+        except KubeConfigError as exc:
+            _remove_private_dir(tmp)
+            raise KubeConfigError(f"cannot load Kubernetes credentials from {where}: {exc}") from None
         except (config_exception, OSError, TypeError, ValueError, KeyError, AttributeError) as exc:
             _remove_private_dir(tmp)
             raise KubeConfigError(f"cannot load Kubernetes credentials from {where}: {root_cause(exc)}") from None

@@ -265,9 +265,13 @@ def test_nothing_changes_while_paused(install):
     host, operator = install["host"], install["operator"]
     host.kubectl("patch", "karmadadeployment", "karmada", "-n", NS, "--type=merge", "-p", '{"spec":{"paused":true}}')
     wait_for(lambda: kd(host)["status"]["phase"] == "Paused", 300, "phase Paused", operator)
+    before = {d.name for d in runs()}
     host.kubectl("delete", "deployment", "karmada-descheduler", "-n", NS, check=False)
     host.kubectl("delete", "deployment", "karmada-scheduler", "-n", NS)
-    time.sleep(30)
+    # The runtime watches what the KarmadaDeployment owns: the deletion starts a pass, which
+    # must end without making the scheduler again (a wait on that pass, not on the clock).
+    wait_for(lambda: [d for d in runs() if d.name not in before], 300, "a reconcile run after the deletion",
+             operator)
     assert host.kubectl("get", "deployment", "karmada-scheduler", "-n", NS, check=False).returncode != 0
     host.kubectl("patch", "karmadadeployment", "karmada", "-n", NS, "--type=merge", "-p", '{"spec":{"paused":false}}')
     wait_for(lambda: host.kubectl("get", "deployment", "karmada-scheduler", "-n", NS, check=False).returncode == 0,

@@ -234,9 +234,10 @@ class InClusterOperator:
         return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
 
     def runs(self, pod: str, namespace: str, name: str) -> dict[str, str]:
-        """Finished reconcile runs of one CR inside the operator pod: run id -> its stdout."""
+        """Finished reconcile runs of one CR inside the operator pod: run id -> its stdout, oldest
+        first (by when each run last wrote its directory: the runs of one object never overlap)."""
         artifacts = RUNNER_ROOT / namespace / name / "artifacts"
-        script = (f'cd {artifacts} 2>/dev/null || exit 0; for d in */; do d=${{d%/}}; '
+        script = (f'cd {artifacts} 2>/dev/null || exit 0; for d in $(ls -1tr); do '
                   '[ "$d" != latest ] && [ -f "$d/status" ] && printf "\\n@@run %s\\n" "$d" && cat "$d/stdout"; '
                   'done; true')
         out = self.host.kubectl("exec", pod, "-n", self.namespace, "-c", "manager", "--", "sh", "-c", script,

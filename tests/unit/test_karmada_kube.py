@@ -136,6 +136,35 @@ def test_certificate_files_live_in_a_private_directory_removed_on_close(env):
     again.close()
 
 
+def test_two_clients_alive_at_once_from_the_same_credentials_keep_their_own_files(env):
+    """Every member thread of a pass makes a karmada-apiserver client from the same admin
+    kubeconfig; the first one closed must not take the others' certificate files with it (the
+    kubernetes loader memoizes its files by content: a member unjoin failed with "[Errno 2] No
+    such file or directory" on its next TLS connection)."""
+    conf = kubeconfig("https://k:6443")
+    conf["clusters"][0]["cluster"] = {"server": "https://k:6443",
+                                      "certificate-authority-data": base64.b64encode(b"ca").decode()}
+    conf["users"][0]["user"] = {"client-certificate-data": base64.b64encode(b"cert").decode(),
+                                "client-key-data": base64.b64encode(b"key").decode()}
+    first, second = Kube.from_kubeconfig(conf), Kube.from_kubeconfig(conf)
+    files = {name: getattr(second.configuration, name) for name in ("ssl_ca_cert", "cert_file", "key_file")}
+    first.close()
+    for name, path in files.items():
+        assert Path(path).parent == Path(second.tmp), (name, path)
+        assert oct(Path(path).stat().st_mode & 0o777) == "0o600", name
+    assert {n: Path(p).read_bytes() for n, p in files.items()} == {
+        "ssl_ca_cert": b"ca", "cert_file": b"cert", "key_file": b"key"}
+    second.close()
+    assert "certificate-authority-data" in conf["clusters"][0]["cluster"]  # the caller's dict is untouched
+
+
+def test_embedded_credentials_that_are_not_base64_are_a_config_error(env):
+    conf = kubeconfig("https://k:6443")
+    conf["users"][0]["user"] = {"client-certificate-data": "not base64!", "client-key-data": "also not"}
+    with pytest.raises(KubeConfigError, match=r"users\[0\]\.user\.client-certificate-data is not base64"):
+        Kube.from_kubeconfig(conf, where="Secret ns/s")
+
+
 def test_broken_kubeconfigs_say_why_without_their_contents(env, tmp_path):
     with pytest.raises(KubeConfigError, match="not a kubeconfig"):
         Kube.from_kubeconfig("just: text", where="Secret ns/s")
