@@ -74,7 +74,7 @@ e2e: setup testenv-bin testenv-bin-previous testenv-bin-olm ## Tier-3 tests on t
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
 .PHONY: bench
-bench: setup testenv-bin ## Benchmarks; print figures and append them to benchmarks/results.md.
+bench: setup testenv-bin testenv-bin-previous ## Benchmarks; print figures and append them to benchmarks/results.md.
 	hack/bench.sh
 
 ##@ Test environment (real host cluster + kwok members, built from pinned sources)
