@@ -1,7 +1,12 @@
 """Where a CA certificate still appears in Kubernetes objects (Secrets, ConfigMaps, webhook and
 APIService caBundles, kubeconfigs inside Secrets): every string of every object is searched,
-as it is and base64-decoded once, for the certificate's DER (the body of its PEM) and for the
-base64 of its whole PEM (a kubeconfig's certificate-authority-data, a caBundle)."""
+as it is, base64-decoded once, and every long base64 token inside either decoded once more, for
+the certificate's DER (the body of its PEM) and for the base64 of its whole PEM.
+
+The second decoding matters for bundles: the base64 of two PEMs (a kubeconfig's
+certificate-authority-data or a caBundle in the middle of a CA rotation, inside a Secret's
+base64) holds the base64 of one of them only when that PEM starts at a multiple of 3 bytes; the
+decoded PEM text always holds the certificate's DER lines."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
 _SPACE = re.compile(r"\s+")
+_BASE64_TOKEN = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
 
 
 def _needles(cert: x509.Certificate) -> tuple[str, str]:
@@ -54,7 +60,9 @@ def places(objects: Iterable[dict], cert: x509.Certificate) -> list[str]:
         body = {k: v for k, v in obj.items() if k != "metadata"}
         body["annotations"] = meta.get("annotations") or {}
         for path, text in _strings(body, ""):
-            for candidate in (text, _decoded(text)):
+            once = _decoded(text)
+            inner = [_decoded(token) for layer in (text, once) for token in _BASE64_TOKEN.findall(layer)]
+            for candidate in (text, once, *inner):
                 flat = _SPACE.sub("", candidate)
                 if der_b64 in flat or pem_b64 in flat:
                     found.append(f"{where} {path}")

@@ -49,3 +49,20 @@ def test_the_ca_is_found_in_each_place_it_is_kept_and_nowhere_else():
                      "Secret ns/agent .data.kubeconfig", "APIService /v1alpha1.cluster.karmada.io .spec.caBundle",
                      "ConfigMap x/bundle .data.ca.crt"]
     assert ca_scan.places(objects_holding(new_pem), old) == []
+
+
+def test_the_ca_is_found_inside_a_bundle_of_two_in_a_kubeconfig_in_a_secret():
+    """A CA rotation's mid-state left behind: a kubeconfig Secret whose certificate-authority-data
+    is the bundle new+old. The base64 of the bundle does not hold the base64 of the old PEM
+    (alignment), so the search decodes the inner token too (a mutation that kept the old CA in
+    the host agent's kubeconfig passed the rotation proof before)."""
+    old, new = make_ca("old"), make_ca("new")
+    for bundle in (new.public_bytes(Encoding.PEM) + old.public_bytes(Encoding.PEM),
+                   old.public_bytes(Encoding.PEM) + new.public_bytes(Encoding.PEM),
+                   b"# a comment\n" + new.public_bytes(Encoding.PEM) + old.public_bytes(Encoding.PEM)):
+        conf = yaml.safe_dump({"clusters": [{"name": "karmada", "cluster": {
+            "server": "https://x", "certificate-authority-data": base64.b64encode(bundle).decode()}}]})
+        secret = {"kind": "Secret", "metadata": {"name": "fleet-agent-member3-kubeconfig", "namespace": "ns"},
+                  "data": {"karmada-kubeconfig": base64.b64encode(conf.encode()).decode()}}
+        assert ca_scan.places([secret], old) == ["Secret ns/fleet-agent-member3-kubeconfig .data.karmada-kubeconfig"]
+        assert ca_scan.places([secret], make_ca("other")) == []
