@@ -337,7 +337,10 @@ MAY_DIFFER = [
               "their status (scheduling time, aggregated status, applied conditions); a binding follows its "
               "resource template's resourceVersion, which the status aggregation moves (and its generation with "
               "it); the binding controller rewrites Works with the same spec (generation moves): the rest of the "
-              "spec is the snapshot's"),
+              "spec is the snapshot's. A binding's scheduled clusters are compared as a set: the restored scheduler "
+              "schedules again when the generation moves, and lists the same clusters in the order of their scores "
+              "(seen: [member3, member1] in the snapshot, the other order restored, while member3 waited for its "
+              "agent)", unordered=("spec.clusters",)),
     MayDiffer(b"/registry/deployments/", (),
               "resource templates (bookinfo's Deployments): the restored controllers aggregate the members' "
               "status onto them. Stored as protobuf, so the key and its create revision are compared here and "

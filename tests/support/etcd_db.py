@@ -192,11 +192,15 @@ class MayDiffer:
     Clusters are stored as JSON) equal to the snapshot's once the dotted ``fields`` (e.g.
     ``status``, ``metadata.managedFields``) are left out of both. ``fields`` empty: the value
     may differ (it is protobuf, so no field can be singled out; the test compares what matters
-    of it through the API), but the key and its create revision must be there."""
+    of it through the API), but the key and its create revision must be there.
+
+    ``unordered``: dotted paths of lists compared as sets of items (each item whole), for a list
+    whose order carries no meaning and is remade by its writer (a binding's scheduled clusters)."""
 
     prefix: bytes
     fields: tuple[str, ...] | None
     why: str
+    unordered: tuple[str, ...] = ()
 
 
 def compare_keys(snapshot: Keys, live: Keys, rules: list[MayDiffer]) -> tuple[list[str], dict[bytes, list[bytes]]]:
@@ -240,9 +244,14 @@ def compare_keys(snapshot: Keys, live: Keys, rules: list[MayDiffer]) -> tuple[li
             problems.append(f"{name}: not JSON, so its fields cannot be compared (only "
                             f"{', '.join(rule.fields)} may differ)")
             continue
-        paths = _json_differences(_without(before, rule.fields), _without(after, rule.fields))
+        before = _sorted_lists(_without(before, rule.fields), rule.unordered)
+        after = _sorted_lists(_without(after, rule.fields), rule.unordered)
+        paths = _json_differences(before, after)
         if paths:
-            problems.append(f"{name}: {', '.join(paths[:8])} differ (only {', '.join(rule.fields)} may)")
+            first = paths[0]
+            was_text, now_text = _dumps(_at(before, first))[:200], _dumps(_at(after, first))[:200]
+            problems.append(f"{name}: {', '.join(paths[:8])} differ (only {', '.join(rule.fields)} may); "
+                            f"{first}: {was_text} in the snapshot, {now_text} now")
             continue
         allowed.setdefault(rule.prefix, []).append(key)
     return problems, allowed
@@ -257,6 +266,28 @@ def _without(doc: object, fields: tuple[str, ...]) -> object:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):
             node.pop(last, None)
+    return doc
+
+
+def _at(doc: object, path: str) -> object:
+    for part in path.split(".") if path and path != "(the whole value)" else []:
+        doc = doc.get(part) if isinstance(doc, dict) else None
+    return doc
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _sorted_lists(doc: object, paths: tuple[str, ...]) -> object:
+    """``doc`` with the lists at ``paths`` in a canonical order (items compared whole)."""
+    for path in paths:
+        *parents, last = path.split(".")
+        node = doc
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get(last), list):
+            node[last] = sorted(node[last], key=_dumps)
     return doc
 
 

@@ -58,7 +58,9 @@ def test_a_rule_with_fields_allows_only_those_and_the_key_must_stay():
     assert compare_keys(keys(kv(key, CLUSTER)), keys(kv(key, status_only, mod=12)), RULES)[0] == []
     tainted = {**status_only, "spec": {"taints": [{"key": "dedicated"}, {"key": "cluster.karmada.io/unreachable"}]}}
     problems, _ = compare_keys(keys(kv(key, CLUSTER)), keys(kv(key, tainted, mod=12)), RULES)
-    assert problems == [f"{key}: spec.taints differ (only status, metadata.managedFields, metadata.generation may)"]
+    assert problems == [f"{key}: spec.taints differ (only status, metadata.managedFields, metadata.generation may); "
+                        'spec.taints: [{"key":"dedicated"}] in the snapshot, '
+                        '[{"key":"dedicated"},{"key":"cluster.karmada.io/unreachable"}] now']
     assert compare_keys(keys(kv(key, CLUSTER)), keys(), RULES)[0] == [
         f"{key}: gone (only status, metadata.managedFields, metadata.generation may differ)"]
     problems, _ = compare_keys(keys(kv(key, b"k8s\x00proto")), keys(kv(key, b"k8s\x00other")), RULES)
@@ -85,3 +87,22 @@ def test_a_rule_with_no_fields_allows_other_bytes_but_not_a_gone_or_new_object()
     assert problems == ["/registry/deployments/ns/b: gone (only its value may differ)",
                         "/registry/deployments/ns/c: made again (create_revision 2 in the snapshot, 99 now)"]
     assert allowed == {b"/registry/deployments/": [b"/registry/deployments/ns/a"]}
+
+
+def test_a_list_ruled_unordered_may_change_order_but_not_items():
+    """A binding's scheduled clusters: the same clusters in another order pass; another replica
+    count or another cluster is a problem, which names the values on both sides."""
+    rules = [MayDiffer(b"/registry/work.karmada.io/", ("status",), "scheduled anew", unordered=("spec.clusters",))]
+    binding = {"spec": {"clusters": [{"name": "member3", "replicas": 1}, {"name": "member1", "replicas": 1}]}}
+    key = "/registry/work.karmada.io/resourcebindings/bookinfo/details-deployment"
+    reordered = {"spec": {"clusters": [{"name": "member1", "replicas": 1}, {"name": "member3", "replicas": 1}]}}
+    problems, allowed = compare_keys(keys(kv(key, binding)), keys(kv(key, reordered, mod=9)), rules)
+    assert problems == [] and allowed == {b"/registry/work.karmada.io/": [key.encode()]}
+    for other in ([{"name": "member1", "replicas": 1}, {"name": "member3", "replicas": 2}],
+                  [{"name": "member1", "replicas": 1}]):
+        problems, _ = compare_keys(keys(kv(key, binding)), keys(kv(key, {"spec": {"clusters": other}}, mod=9)), rules)
+        assert len(problems) == 1 and "spec.clusters differ" in problems[0] and "in the snapshot" in problems[0], \
+            problems
+    # without the rule's unordered, the order alone is a problem
+    strict = [MayDiffer(b"/registry/work.karmada.io/", ("status",), "no order rule")]
+    assert compare_keys(keys(kv(key, binding)), keys(kv(key, reordered, mod=9)), strict)[0]
