@@ -46,14 +46,14 @@ for sub in ("plugins/module_utils", "tests", "benchmarks"):
 
 import karmada_operator_baseline as baseline  # noqa: E402
 from bench_etcd import fill  # noqa: E402
-from bench_install import condition, pgrep, say, wait_established  # noqa: E402
+from bench_install import condition, host_up, pgrep, say, wait_established  # noqa: E402
 from etcd_gateway import EtcdClient  # noqa: E402
 
 from support import karmada_e2e  # noqa: E402
 from support.karmada_crds_server import serve  # noqa: E402
 from support.operator_runtime import OperatorProcess  # noqa: E402
 from support.s3_server import start_s3_server  # noqa: E402
-from support.testenv import HACK, host_handle, settings  # noqa: E402
+from support.testenv import HACK, settings  # noqa: E402
 
 NS, SOURCE, TARGET = "bench-backup", "karmada", "restored"
 BUMP = 1_000_000_000
@@ -278,14 +278,10 @@ def cleanup(host) -> None:
 
 def main() -> int:
     megabytes = int(os.environ.get("ETCD_BENCH_DB_MB", "1024"))
-    host = host_handle()
-    started_cluster = False
-    if not (host.kubeconfig.exists() and host.ready()):
-        up = subprocess.run([str(HACK / "up.sh")], capture_output=True, text=True, timeout=1800)
-        if up.returncode != 0 or not host.ready():
-            say(f"backup benchmark on the test bed: not measured (hack/testenv/up.sh failed: {up.stderr[-400:]})")
-            return 0
-        started_cluster = True
+    bed = host_up("backup benchmark on the test bed")
+    if bed is None:
+        return 0
+    host, started_cluster = bed
     busy = pgrep("ansible-operator run")
     if busy:
         say(f"backup benchmark on the test bed: not measured (another ansible-operator runs: {busy[0][:160]})")

@@ -406,15 +406,24 @@ def guarded(bench, *args) -> tuple[float | None, str]:
         return None, f"{type(exc).__name__}: {str(exc)[-400:]} (at {Path(where.filename).name}:{where.lineno})"
 
 
-def main() -> int:
+def host_up(what: str):
+    """The test bed's host cluster, started with hack/testenv/up.sh when it is not running:
+    (handle, whether this call started it), or None after saying why ``what`` is not measured."""
     host = host_handle()
-    started_cluster = False
-    if not (host.kubeconfig.exists() and host.ready()):
-        up = subprocess.run([str(HACK / "up.sh")], capture_output=True, text=True, timeout=1800)
-        if up.returncode != 0 or not host.ready():
-            say(f"install benchmark: not measured (hack/testenv/up.sh failed: {up.stderr.strip()[-400:]})")
-            return 0
-        started_cluster = True
+    if host.kubeconfig.exists() and host.ready():
+        return host, False
+    up = subprocess.run([str(HACK / "up.sh")], capture_output=True, text=True, timeout=1800)
+    if up.returncode != 0 or not host.ready():
+        say(f"{what}: not measured (hack/testenv/up.sh failed: {up.stderr.strip()[-400:]})")
+        return None
+    return host, True
+
+
+def main() -> int:
+    bed = host_up("install benchmark")
+    if bed is None:
+        return 0
+    host, started_cluster = bed
     work = Path(tempfile.mkdtemp(prefix="ko-install-bench-"))
     crds = serve()
     say(f"Karmada {karmada_version()} on the local host cluster (node {host.node_name}); "

@@ -36,28 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_install as install  # noqa: E402
 import karmada_operator_baseline as baseline  # noqa: E402
+from bench_install import say  # noqa: E402
 
 from support import plane_versions  # noqa: E402
-from support.karmada_crds_server import karmada_version, serve  # noqa: E402
+from support.karmada_crds_server import karmada_version, pinned, serve  # noqa: E402
 from support.operator_runtime import OperatorProcess  # noqa: E402
-from support.testenv import HACK, host_handle, settings  # noqa: E402
+from support.testenv import HACK, settings  # noqa: E402
 
 NS = "bench-upgrade"
 NAME = install.NAME
 TIMEOUT = float(os.environ.get("BENCH_UPGRADE_TIMEOUT", "1200"))
 KARMADA_PROGRAMS = ("karmada-aggregated-apiserver", "karmada-controller-manager", "karmada-scheduler",
                     "karmada-webhook")
-
-
-def pinned(name: str) -> str:
-    for line in (ROOT / "hack" / "versions.env").read_text().splitlines():
-        if line.startswith(f"{name}="):
-            return line.split("=", 1)[1].strip()
-    raise RuntimeError(f"{name} missing from hack/versions.env")
-
-
-def say(line: str) -> None:
-    print(line, flush=True)
 
 
 def kd(host) -> dict | None:
@@ -147,14 +137,10 @@ def bench(host, work: Path, old: str, new: str) -> tuple[tuple[float | None, str
 
 
 def main() -> int:
-    host = host_handle()
-    started_cluster = False
-    if not (host.kubeconfig.exists() and host.ready()):
-        up = subprocess.run([str(HACK / "up.sh")], capture_output=True, text=True, timeout=1800)
-        if up.returncode != 0 or not host.ready():
-            say(f"upgrade benchmark: not measured (hack/testenv/up.sh failed: {up.stderr.strip()[-400:]})")
-            return 0
-        started_cluster = True
+    bed = install.host_up("upgrade benchmark")
+    if bed is None:
+        return 0
+    host, started_cluster = bed
     old, new = pinned("KARMADA_PREVIOUS_VERSION"), karmada_version()
     work = Path(tempfile.mkdtemp(prefix="ko-upgrade-bench-"))
     say(f"Karmada {old} -> {new} on the local host cluster (node {host.node_name}), 1 etcd member; logs in {work}")

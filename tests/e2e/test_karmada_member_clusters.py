@@ -43,13 +43,13 @@ import yaml
 from cryptography import x509
 
 from support import ca_scan, karmada_e2e, karmada_suite, plane_versions
-from support.karmada_crds_server import karmada_version, serve
+from support.karmada_crds_server import karmada_version, pinned, serve
 from support.karmada_e2e import BOOKINFO, Deployment, bookinfo, bookinfo_running, operator_kubeconfig, recaps
 from support.operator_runtime import OperatorProcess
 from support.pki_fixtures import signed_by
 from support.readyz import ReadyzPoller, readyz
 from support.sampling import Sampler
-from support.testenv import HACK, HostCluster, MemberCluster, settings
+from support.testenv import HostCluster, MemberCluster, settings
 from support.waiting import condition, crds_established
 
 pytestmark = pytest.mark.e2e
@@ -66,13 +66,6 @@ MEMBERS = [
      "taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]},
 ]
 
-
-
-def pinned(key: str) -> str:
-    for line in (HACK.parent / "versions.env").read_text().splitlines():
-        if line.startswith(f"{key}="):
-            return line.split("=", 1)[1].strip()
-    raise RuntimeError(f"{key} missing from hack/versions.env")
 
 
 OLD, NEW = pinned("KARMADA_PREVIOUS_VERSION"), karmada_version()

@@ -25,12 +25,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def pinned(key: str) -> str:
+    """One pin of hack/versions.env (KARMADA_VERSION, KARMADA_PREVIOUS_VERSION, ...)."""
+    for line in (ROOT / "hack" / "versions.env").read_text().splitlines():
+        if line.startswith(f"{key}="):
+            return line.split("=", 1)[1].strip()
+    raise RuntimeError(f"{key} missing from hack/versions.env")
+
+
 def karmada_version() -> str:
     """KARMADA_VERSION from hack/versions.env (the one pin)."""
-    for line in (ROOT / "hack" / "versions.env").read_text().splitlines():
-        if line.startswith("KARMADA_VERSION="):
-            return line.split("=", 1)[1].strip()
-    raise RuntimeError("KARMADA_VERSION missing from hack/versions.env")
+    return pinned("KARMADA_VERSION")
 
 
 def _modcache() -> Path:
