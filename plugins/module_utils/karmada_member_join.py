@@ -66,6 +66,7 @@ except ImportError:  # as plain Python (tests, plugins)
     )
 
 CLUSTER_API = "cluster.karmada.io/v1alpha1"
+WORK_API = "work.karmada.io/v1alpha1"
 CLUSTER_NAMESPACE = "karmada-cluster"  # Karmada's default for member credentials, on both sides
 AGENT_NAMESPACE = "karmada-system"  # where karmada-agent runs in a member
 MANAGED_BY = {"app.kubernetes.io/managed-by": "karmada-operator"}
@@ -151,6 +152,9 @@ def host_agent_name(deployment: str, cluster: str) -> str:
 
 
 # --------------------------------------------------------------------------- manifests
+
+# Keeps a Pull agent's access to its Works while they are withdrawn (``held``).
+WORK_ACCESS_FINALIZER = "operator.karmada.io/agent-work-access"
 
 
 def _meta(name: str, namespace: str | None = None, cluster: str = "", extra: dict | None = None) -> dict:
@@ -286,13 +290,32 @@ def karmada_agent_rbac(cluster: str) -> list[dict]:
             {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
         ]},
         binding("RoleBinding", f"{role}-secret", "Role", f"{role}-secret", user, cluster, CLUSTER_NAMESPACE),
-        {"apiVersion": rbac, "kind": "Role", "metadata": _meta(f"{role}-work", es, cluster), "rules": [
+        held({"apiVersion": rbac, "kind": "Role", "metadata": _meta(f"{role}-work", es, cluster), "rules": [
             {"apiGroups": ["work.karmada.io"], "resources": ["works"],
              "verbs": ["get", "create", "list", "watch", "update", "delete"]},
             {"apiGroups": ["work.karmada.io"], "resources": ["works/status"], "verbs": ["patch", "update"]},
-        ]},
-        binding("RoleBinding", f"{role}-work", "Role", f"{role}-work", user, cluster, es),
+        ]}),
+        held(binding("RoleBinding", f"{role}-work", "Role", f"{role}-work", user, cluster, es)),
     ]
+
+
+def held(obj: dict) -> dict:
+    """``obj`` with the finalizer that keeps it until its execution namespace holds no Work.
+
+    A Pull member's Works are withdrawn by its agent: it deletes the workload in the member,
+    then removes the Work's finalizer, through this Role. When the Cluster goes, Karmada deletes
+    the execution namespace, and the namespace controller deletes the Role and RoleBinding with
+    the Works; without a finalizer they went first, the agent lost its access and every Work
+    (and so the Cluster) stayed until the unjoin's timeout. An object being deleted still
+    grants what it grants; the unjoin releases it once no Work is left (``release_work_access``).
+    """
+    obj["metadata"]["finalizers"] = [WORK_ACCESS_FINALIZER]
+    return obj
+
+
+def work_access(cluster: str) -> list[dict]:
+    """The agent's Role and RoleBinding in its execution namespace (the held objects)."""
+    return [obj for obj in karmada_agent_rbac(cluster) if obj["metadata"].get("finalizers")]
 
 
 def member_agent_access(cluster: str) -> list[dict]:
@@ -713,6 +736,7 @@ class Joiner:
             self.result.changed = True
             self.result.changes.append(f"karmada: deleted Cluster {name}")
             def gone() -> bool:
+                self.release_work_access(karmada, only_when_withdrawn=True)
                 if karmada.get(CLUSTER_API, "Cluster", name) is None:
                     return True
                 return self.teardown and karmada.get("v1", "Namespace", execution_namespace(name)) is None
@@ -727,6 +751,7 @@ class Joiner:
                 karmada.merge_patch(CLUSTER_API, "Cluster", name, {"metadata": {"finalizers": None}})
                 self.result.changes.append(f"karmada: released Cluster {name} (work withdrawn, Karmada is "
                                            f"being deleted)")
+        self.release_work_access(karmada, only_when_withdrawn=False)
         for obj in karmada_push_secrets(name, b"", b"", b"") + karmada_agent_rbac(name)[2:]:
             self._delete(karmada, obj, "karmada")
         # Member side (and a Host-placed agent): best effort, reported.
@@ -757,6 +782,32 @@ class Joiner:
         self.result.state = "Unjoined"
         self.result.reason = "ForcedRemoval" if notes else "Unjoined"
         self.result.message = "; ".join(notes) or f"cluster {name} removed from Karmada and the member cleaned"
+
+    def release_work_access(self, karmada: Kube, only_when_withdrawn: bool) -> None:
+        """Remove our finalizer from the agent's Role and RoleBinding in the execution namespace:
+        at once (``only_when_withdrawn`` False), or once that namespace is being deleted and no
+        Work is left in it (Karmada withdrew them all: the agent needs nothing more)."""
+        es = execution_namespace(self.spec.name)
+        if only_when_withdrawn:
+            ns = karmada.get("v1", "Namespace", es)
+            if ns is None or not ns["metadata"].get("deletionTimestamp") or karmada.list(WORK_API, "Work", es):
+                return
+        for obj in work_access(self.spec.name):
+            meta = obj["metadata"]
+            current = karmada.get(obj["apiVersion"], obj["kind"], meta["name"], es)
+            finalizers = ((current or {}).get("metadata") or {}).get("finalizers") or []
+            if WORK_ACCESS_FINALIZER not in finalizers:
+                continue
+            try:
+                karmada.merge_patch(obj["apiVersion"], obj["kind"], meta["name"],
+                                    {"metadata": {"finalizers": [f for f in finalizers if f != WORK_ACCESS_FINALIZER],
+                                                  "resourceVersion": current["metadata"]["resourceVersion"]}}, es)
+            except KubeError as exc:
+                if exc.status in (404, 409):  # gone, or changed since read: the next poll reads again
+                    continue
+                raise
+            self.result.changed = True
+            self.result.changes.append(f"karmada: released {obj['kind']} {es}/{meta['name']}")
 
     def clean_member(self, member: Kube) -> None:
         """Remove from the member what a join put there: the agent, service accounts, RBAC, token

@@ -407,8 +407,12 @@ def test_pull_member_with_its_agent_inside_runs_real_pods(fleet: Deployment):
     pods = fleet.wait_for(sleeper_running, 300, "the sleeper pod Running in the host member")
     assert pods[0]["spec"]["nodeName"] == settings()["KO_NODE_NAME"]
 
+    before = set(fleet.runs())
     set_members(fleet, "member1", "member2", "member3")
     fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 600, "host unjoined")
+    # Karmada withdrew the sleeper through the agent (not the unjoin's timeout giving up on it)
+    unjoin = karmada_e2e.unjoined([r for r in fleet.runs() if r not in before])["host"]
+    assert unjoin["reason"] == "Unjoined", unjoin
     assert host.kubectl("get", "deployment", "karmada-agent", "-n", "karmada-system", check=False).returncode != 0
     assert host.kubectl("get", "clusterrole", "karmada-agent", check=False).returncode != 0
     fleet.wait_for(lambda: host.kubectl("get", "deployment", "sleeper", "-n", "demo", check=False).returncode != 0,
@@ -977,7 +981,17 @@ def test_search_and_metrics_adapter_serve_their_apis_and_go_away_cleanly(
         "get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/bookinfo/pods").stdout)
     assert pod_metrics["kind"] == "PodMetricsList"
 
-    fleet.karmadactl("delete", "resourceregistry", "bookinfo-deployments")
+    # Through karmada-search's aggregated API: seen once to answer 503 (ServiceUnavailable)
+    # right after the reads above succeeded; a user would try again, and so does the test.
+    def registry_deleted() -> bool:
+        out = fleet.karmadactl("delete", "resourceregistry", "bookinfo-deployments", "--ignore-not-found",
+                               check=False)
+        if out.returncode != 0:
+            assert "ServiceUnavailable" in out.stderr, out.stderr
+            print(f"deleting the ResourceRegistry: {out.stderr.strip()}; again")
+        return out.returncode == 0
+
+    fleet.wait_for(registry_deleted, 120, "the ResourceRegistry deleted")
     set_optional(fleet, False)
     fleet.wait_for(lambda: running_at_generation(fleet), 900, "Running without search and metrics-adapter")
     assert not set(OPTIONAL_APIS) & set(apiservices(fleet))
@@ -1019,11 +1033,16 @@ def test_deleting_the_deployment_unjoins_every_member_first(
     member-side service accounts and roles removed) before the control plane goes."""
     members = by_name(member_clusters)
     assert bookinfo_running(members["member1"]) and bookinfo_running(members["member3"])
+    before = set(fleet.runs())
     start = time.monotonic()
     fleet.host.kubectl("delete", "karmadadeployment", NAME, "-n", NS, "--wait=false")
     fleet.wait_for(lambda: fleet.host.kubectl("get", "karmadadeployment", NAME, "-n", NS,
                                               check=False).returncode != 0, 900, "the KarmadaDeployment gone")
     print(f"\ndelete with 3 members: {time.monotonic() - start:.0f}s")
+    # every member's work withdrawn by Karmada, the Pull member's through its agent (not given up on)
+    unjoins = karmada_e2e.unjoined([r for r in fleet.runs() if r not in before])
+    assert {name: r["reason"] for name, r in unjoins.items()} == {m: "Unjoined" for m in ("member1", "member2",
+                                                                                       "member3")}, unjoins
     # withdrawn by Karmada, so the unjoin ran while the control plane was still there
     assert bookinfo_absent(members["member1"]) and bookinfo_absent(members["member3"])
     for name in ("member1", "member2"):

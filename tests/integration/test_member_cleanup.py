@@ -94,3 +94,64 @@ def test_unjoin_removes_only_what_the_join_made(member):
     assert "user-data" in names(server, "configmaps", "-n", "karmada-system")
     assert "karmada-agent" in names(server, "deployments", "-n", "karmada-system")
     assert any("deleted" in c for c in joiner.result.changes)
+
+
+WORK_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: works.work.karmada.io}
+spec:
+  group: work.karmada.io
+  names: {kind: Work, plural: works, singular: work, listKind: WorkList}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    subresources: {status: {}}
+"""
+
+
+def test_a_pull_agent_keeps_its_work_access_until_its_works_are_withdrawn(member):
+    """The server stands in for karmada-apiserver here. When Karmada deletes a Pull member's
+    execution namespace, the namespace controller deletes the agent's Role and RoleBinding
+    along with the Works; the agent must still be able to remove each Work's finalizer (after
+    withdrawing the workload), or every Work and the Cluster wait for the unjoin's timeout."""
+    server, _ = member
+    server.kubectl("apply", "-f", "-", input_text=WORK_CRD)
+    server.kubectl("wait", "--for=condition=Established", "crd/works.work.karmada.io", "--timeout=60s")
+    karmada = Kube.from_kubeconfig(yaml.safe_load(server.kubeconfig.read_text()))  # discovers the new CRD
+    try:
+        es = mj.execution_namespace("m3")
+        joiner = mj.Joiner(mj.MemberSpec(name="m3", sync_mode="Pull"), clients=None, wait=5, poll=0.1)
+        for obj in [mj.namespace(es), *mj.work_access("m3")]:
+            joiner._apply(karmada, obj, "karmada")
+        server.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(
+            {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
+             "metadata": {"name": "bookinfo", "namespace": es, "finalizers": ["karmada.io/execution-controller"]}}))
+        agent = ("--as", mj.agent_user("m3"), "--as-group", mj.AGENT_GROUP)
+        assert names(server, *agent, "works", "-n", es) == {"bookinfo"}
+
+        # Karmada removes the execution namespace; the namespace controller deletes what is in it
+        # (a bare apiserver has none: done by hand, as it does it)
+        server.kubectl("delete", "namespace", es, "--wait=false")
+        server.kubectl("delete", "roles,rolebindings,works", "--all", "-n", es, "--wait=false")
+        joiner.release_work_access(karmada, only_when_withdrawn=True)
+        assert {"system:karmada:m3:agent-work"} == names(server, "roles", "-n", es)  # a Work is left: held
+
+        # the agent withdraws the workload and lets its Work go: still allowed
+        work = json.loads(server.kubectl(*agent, "get", "work", "bookinfo", "-n", es, "-o", "json").stdout)
+        assert work["metadata"].get("deletionTimestamp")
+        work["metadata"]["finalizers"] = []
+        done = server.kubectl(*agent, "replace", "-f", "-", input_text=json.dumps(work), check=False)  # an update
+        assert done.returncode == 0, done.stderr
+        assert names(server, "works", "-n", es) == set()
+
+        # no Work left: released, and the namespace can finish
+        joiner.release_work_access(karmada, only_when_withdrawn=True)
+        assert names(server, "roles", "-n", es) == set() and names(server, "rolebindings", "-n", es) == set()
+        assert {f"karmada: released {kind} {es}/system:karmada:m3:agent-work" for kind in ("Role", "RoleBinding")} \
+            <= set(joiner.result.changes)
+    finally:
+        karmada.close()

@@ -144,6 +144,18 @@ def member_results(run: Path) -> dict[str, dict]:
     return {}
 
 
+def unjoined(runs_: Sequence[Path]) -> dict[str, dict]:
+    """Every member whose unjoin finished in these runs, with what its unjoin reported: reason
+    ``Unjoined`` when Karmada withdrew its work and the member was cleaned (``ForcedRemoval``
+    when the unjoin gave up waiting for Karmada)."""
+    out: dict[str, dict] = {}
+    for run in runs_:
+        for name, result in member_results(run).items():
+            if result.get("state") == "Unjoined":
+                out[name] = result
+    return out
+
+
 def recaps(run: Path) -> dict[str, dict[str, int]]:
     """Every host's PLAY RECAP counters of a finished run."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", (run / "stdout").read_text())
