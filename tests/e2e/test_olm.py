@@ -31,7 +31,10 @@ _spec = importlib.util.spec_from_file_location("olm", karmada_e2e.ROOT / "hack" 
 olm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(olm)
 
-OP_NS = "karmada-operator-system"
+# Not the bundle's suggested namespace (karmada-operator-system): the other modules' operators
+# run with the identity `make deploy` makes there (karmada_e2e.operator_kubeconfig), and this
+# module must own, and delete, the namespace it installs into. OperatorHub lets users choose it.
+OP_NS = "karmada-operator-olm"
 CATALOG = "karmada-operator-e2e"
 SUBSCRIPTION = "karmada-operator"
 NS = "karmada-system"
