@@ -80,7 +80,9 @@ def start(etcd_bin: str, apiserver_bin: str, kubectl_bin: str, workdir: Path | N
         stdout=logs["etcd"], stderr=subprocess.STDOUT)]
     procs.append(subprocess.Popen(
         [apiserver_bin, f"--etcd-servers=http://127.0.0.1:{etcd_port}", f"--secure-port={api_port}",
-         "--bind-address=127.0.0.1", f"--cert-dir={work / 'certs'}", f"--token-auth-file={work / 'tokens.csv'}",
+         # an address of its own: in a network namespace with only loopback there is no default route to guess from
+         "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+         f"--cert-dir={work / 'certs'}", f"--token-auth-file={work / 'tokens.csv'}",
          "--authorization-mode=RBAC", f"--service-account-key-file={sa_key}",
          f"--service-account-signing-key-file={sa_key}", "--service-account-issuer=https://kubernetes.default.svc",
          "--service-cluster-ip-range=10.96.0.0/16", "--enable-priority-and-fairness=false", "--v=1"],

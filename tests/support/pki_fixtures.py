@@ -216,6 +216,7 @@ class KubeApiserver:
         return [
             self.binary,
             "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",  # no default route to guess from in a network namespace of its own
             f"--secure-port={self.port}",
             f"--cert-dir={self.workdir / 'apiserver-certs'}",
             f"--tls-cert-file={pki / 'apiserver.crt'}",
