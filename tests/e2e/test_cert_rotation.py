@@ -146,10 +146,15 @@ def restarts(before: set[str], pods: dict[str, dict]) -> dict[str, tuple[datetim
 
 def pki_steps(fleet: Deployment) -> list[tuple[datetime, datetime, datetime]]:
     """(start, certificate step, end) of every finished reconcile run still in the runtime's
-    artifacts, from their Ansible events."""
+    artifacts, from their Ansible events. The runtime keeps the newest 20 runs of a resource
+    and deletes older ones (earlier modules' runs of the same name among them) at any time: a
+    run deleted while it is read is skipped."""
     out = []
     for run in fleet.runs():
-        events = [json.loads(f.read_text()) for f in (run / "job_events").glob("*.json")]
+        try:
+            events = [json.loads(f.read_text()) for f in (run / "job_events").glob("*.json")]
+        except FileNotFoundError:
+            continue
         times = sorted(parse_time(e["created"]) for e in events if e.get("created"))
         pki = sorted(parse_time(e["created"]) for e in events if e.get("created")
                      and (e.get("event_data") or {}).get("task") == "Generate, check and rotate certificates")

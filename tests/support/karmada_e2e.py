@@ -135,9 +135,13 @@ def fast_path(run: Path) -> dict:
 
 
 def member_results(run: Path) -> dict[str, dict]:
-    """What a finished run's member task reported per member ({} when it did not run)."""
+    """What a finished run's member task reported per member ({} when it did not run, or the
+    runtime deleted the run meanwhile: it keeps the newest 20 runs of a resource)."""
     for event in (run / "job_events").glob("*.json"):
-        doc = json.loads(event.read_text())
+        try:
+            doc = json.loads(event.read_text())
+        except FileNotFoundError:
+            return {}
         data = doc.get("event_data") or {}
         if doc.get("event") == "runner_on_ok" and data.get("task") == "Join or unjoin the members":
             return (data.get("res") or {}).get("members") or {}
