@@ -255,8 +255,15 @@ REGISTRY: tuple[Component, ...] = (
         pki_files=("ca.crt",), serving=True, port=443, etcd_client=True,
         # No readiness probe: karmada-search turns ready only once it can list its own
         # ResourceRegistries through karmada-apiserver, which reaches it through this pod's
-        # Service. The components step gates on its APIService being Available instead.
-        probes=(Probe("livenessProbe", "/livez", 443, period=15, initial_delay=15, timeout=5),),
+        # Service. The components step gates on its APIService being Available instead. Its
+        # /livez fails for the same reason until then (its post-start hooks wait for that list):
+        # a liveness probe giving up after three failures killed it after about a minute, and it
+        # started over with an empty cache (seen as 503s and a cache that never filled). The
+        # liveness probe allows five minutes of failures. Not a startup probe: the pod is not
+        # Ready until a startup probe passes, so its Service would not reach it, and it would
+        # never pass.
+        probes=(Probe("livenessProbe", "/livez", 443, period=15, initial_delay=15, timeout=5,
+                      failure_threshold=20),),
         args={**_AGGREGATED_ARGS, "client-ca-file": "{pki}/ca.crt"},
         api_services=(APIService("search.karmada.io", "v1alpha1", 2000, 10),),
         closed_args={**_CLOSED_AGGREGATED, **_CLOSED_ETCD_CLIENT}),

@@ -973,6 +973,12 @@ def test_search_and_metrics_adapter_serve_their_apis_and_go_away_cleanly(
                            "bookinfo Deployments in karmada-search's cache")
     assert set(found.values()) == {"member1"}, found  # member2 runs no bookinfo
 
+    # karmada-search ran through without a restart (a liveness probe that killed it while it
+    # started left the cache empty and its API answering 503)
+    search = fleet.host.get("pods", "-n", NS, "-l", f"app.kubernetes.io/instance={NAME},"
+                            "app.kubernetes.io/name=karmada-search")["items"]
+    assert [s["restartCount"] for p in search for s in p["status"]["containerStatuses"]] == [0], search
+
     # metrics-adapter: the three APIs answer through karmada-apiserver's aggregator
     for path in ("/apis/metrics.k8s.io/v1beta1", "/apis/custom.metrics.k8s.io/v1beta1",
                  "/apis/custom.metrics.k8s.io/v1beta2"):
