@@ -96,31 +96,13 @@ def test_unjoin_removes_only_what_the_join_made(member):
     assert any("deleted" in c for c in joiner.result.changes)
 
 
-WORK_CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: works.work.karmada.io}
-spec:
-  group: work.karmada.io
-  names: {kind: Work, plural: works, singular: work, listKind: WorkList}
-  scope: Namespaced
-  versions:
-  - name: v1alpha1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-    subresources: {status: {}}
-"""
-
-
 def test_a_pull_agent_keeps_its_work_access_until_its_works_are_withdrawn(member):
     """The server stands in for karmada-apiserver here. When Karmada deletes a Pull member's
     execution namespace, the namespace controller deletes the agent's Role and RoleBinding
     along with the Works; the agent must still be able to remove each Work's finalizer (after
     withdrawing the workload), or every Work and the Cluster wait for the unjoin's timeout."""
     server, _ = member
-    server.kubectl("apply", "-f", "-", input_text=WORK_CRD)
-    server.kubectl("wait", "--for=condition=Established", "crd/works.work.karmada.io", "--timeout=60s")
+    server.stand_in_crd("work.karmada.io", "Work", "works")
     karmada = Kube.from_kubeconfig(yaml.safe_load(server.kubeconfig.read_text()))  # discovers the new CRD
     try:
         es = mj.execution_namespace("m3")

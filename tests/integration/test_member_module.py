@@ -19,23 +19,8 @@ import yaml
 
 from support import kube_apiserver
 from support.ansible_adhoc import run_module
-from support.waiting import crds_established
 
 NS = "karmada-system"
-CLUSTER_CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: clusters.cluster.karmada.io}
-spec:
-  group: cluster.karmada.io
-  scope: Cluster
-  names: {kind: Cluster, plural: clusters, singular: cluster}
-  versions:
-    - name: v1alpha1
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-"""
 
 
 def secret(name: str, key: str, text: str) -> dict:
@@ -48,8 +33,7 @@ def server(bin_path, tmp_path_factory):
     srv = kube_apiserver.start(bin_path("etcd"), bin_path("kube-apiserver"), bin_path("kubectl"),
                                tmp_path_factory.mktemp("member-module-apiserver"))
     try:
-        srv.kubectl("apply", "-f", "-", input_text=CLUSTER_CRD)
-        crds_established(srv.kubectl, ["clusters.cluster.karmada.io"])
+        srv.stand_in_crd("cluster.karmada.io", "Cluster", "clusters", scope="Cluster")
         srv.kubectl("create", "namespace", NS)
         kubeconfig = srv.kubeconfig.read_text()
         down = yaml.safe_load(kubeconfig)

@@ -7,6 +7,7 @@ tier-3 host cluster (hack/testenv) is heavier; this starts in a few seconds.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
@@ -47,6 +48,22 @@ class KubeAPIServer:
         if check and result.returncode != 0:
             raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stderr}")
         return result
+
+    def stand_in_crd(self, group: str, kind: str, plural: str, scope: str = "Namespaced") -> None:
+        """A CRD standing in for one of Karmada's kinds (version v1alpha1, any content, a status
+        subresource), applied and Established."""
+        from support.waiting import crds_established
+
+        crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": f"{plural}.{group}"},
+               "spec": {"group": group, "scope": scope,
+                        "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+                        "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                                      "schema": {"openAPIV3Schema": {"type": "object",
+                                                                     "x-kubernetes-preserve-unknown-fields": True}},
+                                      "subresources": {"status": {}}}]}}
+        self.kubectl("apply", "-f", "-", input_text=json.dumps(crd))
+        crds_established(self.kubectl, [f"{plural}.{group}"])
 
     def stop(self) -> None:
         for proc in reversed(self.procs):
