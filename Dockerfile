@@ -1,7 +1,7 @@
 # The operator image: the ansible-operator runtime at the same version the tests run
 # (hack/versions.env ANSIBLE_OPERATOR_VERSION) plus our playbooks, roles and plugins.
 # etcd's own image provides etcdctl and etcdutl for the backup and restore Jobs, which run this
-# image. Keep the tag equal to DEFAULT_ETCD_TAG in plugins/module_utils/karmada_components.py
+# image. Keep the tag equal to DEFAULT_ETCD_TAG in plugins/module_utils/karmada_operator/components.py
 # (tests/unit/test_karmada_components.py checks it).
 ARG ETCD_IMAGE=registry.k8s.io/etcd:3.6.6-0
 FROM ${ETCD_IMAGE} AS etcd
@@ -21,3 +21,5 @@ COPY playbooks/ ${HOME}/playbooks/
 COPY roles/ ${HOME}/roles/
 COPY plugins/ ${HOME}/plugins/
 ENV ANSIBLE_CONFIG=${HOME}/ansible.cfg
+# Our Python package, karmada_operator: the plugins import it, the backup and restore Jobs run it.
+ENV PYTHONPATH=${HOME}/plugins/module_utils

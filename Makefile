@@ -35,6 +35,8 @@ OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk
 ANSIBLE_OPERATOR ?= $(LOCALBIN)/ansible-operator
 export PATH := $(VENV)/bin:$(LOCALBIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+# Our Python package, karmada_operator (plugins/module_utils/karmada_operator; docs/architecture.md).
+export PYTHONPATH := $(CURDIR)/plugins/module_utils
 
 PYTEST_ARGS ?=
 

@@ -3,7 +3,7 @@
 
 1. Fills a one-member TLS etcd with ETCD_BENCH_DB_MB megabytes (default 1024) and starts the
    pinned versitygw (S3) on loopback.
-2. Backup to S3: the backup Job's program (``etcd_backup_job.py``, what the Job runs: member
+2. Backup to S3: the backup Job's program (``karmada_operator.backup.job``, what the Job runs: member
    choice, ``etcdctl snapshot save``, one pass that uploads and checks etcd's trailer, revision
    and object counts, sidecar, retention) vs ``etcdctl snapshot save`` followed by boto3's
    ``upload_file`` of that file: MB/s and ratio (goal >= 0.9x).
@@ -34,13 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 for sub in ("plugins/module_utils", "tests", "benchmarks"):
     sys.path.insert(0, str(ROOT / sub))
 
-import etcd_backup as eb  # noqa: E402
-import etcd_backup_job as backup_job  # noqa: E402
-import etcd_restore_job as restore_job  # noqa: E402
 import yaml  # noqa: E402
 from bench_etcd import best, fill  # noqa: E402
-from etcd_restore_plan import plan_restore  # noqa: E402
 
+from karmada_operator.backup import backup as eb
+from karmada_operator.backup import job as backup_job
+from karmada_operator.backup import restore_job
+from karmada_operator.backup.restore_plan import plan_restore
 from support.etcd_cluster import free_port, start_cluster  # noqa: E402
 from support.s3_server import start_s3_server  # noqa: E402
 
@@ -74,7 +74,8 @@ def main() -> int:
              "--snapshot-count", "1000000000"]
     cluster = start_cluster(str(BIN / "etcd"), 1, work / "source", extra_args=extra)
     s3 = start_s3_server(str(BIN / "versitygw"), work / "s3")
-    env = {"PATH": f"{BIN}:{os.environ.get('PATH', '')}", "AWS_ACCESS_KEY_ID": s3.access_key,
+    env = {"PATH": f"{BIN}:{os.environ.get('PATH', '')}", "PYTHONPATH": str(ROOT / "plugins" / "module_utils"),
+           "AWS_ACCESS_KEY_ID": s3.access_key,
            "AWS_SECRET_ACCESS_KEY": s3.secret_key}
     try:
         client = cluster.client(timeout=120)
@@ -93,7 +94,7 @@ def main() -> int:
         def ours() -> dict:
             plan = backup_plan(cluster, s3, bucket)
             plan["snapshot"]["name"] = f"bench-2026010{next(counter) % 10}T000000Z.db"
-            proc = subprocess.run([sys.executable, str(ROOT / "plugins/module_utils/etcd_backup_job.py"),
+            proc = subprocess.run([sys.executable, "-m", "karmada_operator.backup.job",
                                    f"--etcdctl={BIN / 'etcdctl'}", f"--staging-dir={staging}"],
                                   env={**env, "ETCD_BACKUP_PLAN": json.dumps(plan)}, capture_output=True,
                                   text=True, check=True)

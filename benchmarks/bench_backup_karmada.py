@@ -47,8 +47,8 @@ for sub in ("plugins/module_utils", "tests", "benchmarks"):
 import karmada_operator_baseline as baseline  # noqa: E402
 from bench_etcd import fill  # noqa: E402
 from bench_install import condition, host_up, pgrep, say, wait_established  # noqa: E402
-from etcd_gateway import EtcdClient  # noqa: E402
 
+from karmada_operator.etcd.gateway import EtcdClient
 from support import karmada_e2e  # noqa: E402
 from support.karmada_crds_server import serve  # noqa: E402
 from support.operator_runtime import OperatorProcess  # noqa: E402

@@ -28,9 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 for sub in ("plugins/module_utils", "tests"):
     sys.path.insert(0, str(ROOT / sub))
 
-from etcd_snapshots import verify_snapshot  # noqa: E402
-
-from support.etcd_cluster import free_port, load_module, load_util, start_cluster  # noqa: E402
+from karmada_operator.etcd.snapshots import verify_snapshot
+from support.etcd_cluster import free_port, load_module, start_cluster  # noqa: E402
 
 BIN = Path(os.environ.get("KO_PREBUILT_BIN") or Path.home() / ".cache" / "karmada-operator" / "links")
 VALUE_SIZE = 64 * 1024
@@ -152,7 +151,7 @@ def main() -> int:
     finally:
         cluster.close()
 
-    plan_lib = load_util("etcd_restore_plan")
+    from karmada_operator.backup import restore_plan as plan_lib
     bump = 1_000_000
     peer = f"https://127.0.0.1:{free_port()}"
     member = {"name": "restore-0", "peer_url": peer, "client_url": f"https://127.0.0.1:{free_port()}"}

@@ -35,12 +35,12 @@ os.environ["ANSIBLE_INVENTORY_ENABLED"] = "karmada_members"
 os.environ["ANSIBLE_INVENTORY_PLUGINS"] = str(ROOT / "plugins" / "inventory")
 os.environ["ANSIBLE_INVENTORY_UNPARSED_FAILED"] = "true"
 
-import karmada_members as km  # noqa: E402
 import yaml  # noqa: E402
 from ansible.inventory.data import InventoryData  # noqa: E402
 from ansible.parsing.dataloader import DataLoader  # noqa: E402
 from ansible.plugins.loader import inventory_loader  # noqa: E402
 
+from karmada_operator.members import plan as km
 from support import kube_apiserver  # noqa: E402
 from support.waiting import crds_established  # noqa: E402
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "plugins" / "module_utils"))
 
-import karmada_pki  # noqa: E402  (after the path set-up above)
+from karmada_operator.pki import pki as karmada_pki  # (after the path set-up above)
 
 KEY_TYPES = (("RSA", 3072), ("ECDSA", 256))
 

@@ -7,7 +7,7 @@
 # Runs every check, then fails if any failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
-export ANSIBLE_CONFIG=$PWD/ansible.cfg
+export ANSIBLE_CONFIG=$PWD/ansible.cfg PYTHONPATH=$PWD/plugins/module_utils
 failed=()
 step() {
   local name=$1

@@ -12,7 +12,8 @@ KO_CACHE=${KO_CACHE:-$HOME/.cache/karmada-operator}
 run_dir=$KO_CACHE/operator
 mkdir -p "$run_dir"
 KUBECONFIG=$("$root/hack/testenv/kubeconfig.sh")
-export KUBECONFIG PATH=$KO_CACHE/venv/bin:$KO_CACHE/links:$PATH ANSIBLE_CONFIG=$root/ansible.cfg
+export KUBECONFIG PATH=$KO_CACHE/venv/bin:$KO_CACHE/links:$PATH ANSIBLE_CONFIG=$root/ansible.cfg \
+  PYTHONPATH=$root/plugins/module_utils
 timeout_s=${KO_UP_TIMEOUT:-1200}
 ns=karmada-system
 

@@ -1,25 +1,23 @@
 """Shared pytest setup.
 
-Makes ``plugins/module_utils`` importable as plain Python (``import karmada_pki``), the way
-Ansible imports it as ``ansible.module_utils.karmada_pki`` at run time, and exposes the
-pinned test-bed binaries built by ``make testenv-bin``.
+Our package ``karmada_operator`` (plugins/module_utils) is importable here through pytest.ini's
+``pythonpath``; the programs the tests start (ansible, ansible-operator, the Job programs) find it
+through ``PYTHONPATH``, set here as the Makefile sets it. Exposes the pinned test-bed binaries
+built by ``make testenv-bin``.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# module_utils first: modules of the same name (karmada_pki) must not shadow the library.
-for sub in reversed(("plugins/module_utils", "tests", "plugins/modules")):
-    path = str(ROOT / sub)
-    if path not in sys.path:
-        sys.path.insert(0, path)
+PACKAGE_PATH = str(ROOT / "plugins" / "module_utils")
+if PACKAGE_PATH not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PATH, os.environ.get("PYTHONPATH")) if p)
 
 KO_CACHE = Path(os.environ.get("KO_CACHE", Path.home() / ".cache" / "karmada-operator"))
 BIN_DIR = Path(os.environ.get("KO_PREBUILT_BIN") or KO_CACHE / "links")

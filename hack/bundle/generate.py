@@ -43,8 +43,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "plugins" / "module_utils"))
-import karmada_components  # noqa: E402
-import karmada_plan  # noqa: E402
+from karmada_operator import components as karmada_components
+from karmada_operator.plan import plan as karmada_plan
 
 PACKAGE = "karmada-operator"
 CSV_KIND = "ClusterServiceVersion"

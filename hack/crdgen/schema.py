@@ -17,10 +17,10 @@ from typing import Any
 _MODULE_UTILS = str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils")
 if _MODULE_UTILS not in sys.path:
     sys.path.insert(0, _MODULE_UTILS)
-import etcd_backup  # noqa: E402
-import karmada_components as registry  # noqa: E402
-import karmada_pki as pki  # noqa: E402
-import karmada_plan  # noqa: E402
+from karmada_operator import components as registry
+from karmada_operator.backup import backup as etcd_backup
+from karmada_operator.pki import pki
+from karmada_operator.plan import plan as karmada_plan
 
 DURATION = pki.DURATION_PATTERN
 
@@ -288,6 +288,20 @@ def close_args(props: Schema, field: str, closed: dict[str, str]) -> None:
         f"!self.exists(k, k in {listed})", f"{field}.extraArgs must not set {', '.join(flags)}{tail}"))
 
 
+def positive_size(schema: Schema, field: str) -> Schema:
+    """A volume size (quantity_or_int) that must be above zero; defaults to 8Gi."""
+    rule = cel("!isQuantity(string(self)) || sign(quantity(string(self))) > 0",
+               f"{field} must be greater than zero: a volume of size 0 holds no data")
+    return {**schema, "default": "8Gi", "x-kubernetes-validations": [*schema["x-kubernetes-validations"], rule]}
+
+
+def bucket_name_rule(field: str) -> Schema:
+    """What S3's bucket naming rules refuse beyond the pattern: '..', '.-', '-.' and an IP address."""
+    return cel("!self.contains('..') && !self.contains('.-') && !self.contains('-.') && "
+               "!self.matches('^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$')",
+               f"{field} must be an S3 bucket name: no '..', '.-' or '-.', and not an IP address")
+
+
 def label_map(description: str, field: str, reserved: list[str] | None = None) -> Schema:
     """Kubernetes labels: keys and values checked as the API server checks them on objects."""
     out = string_map(description)
@@ -344,7 +358,8 @@ def etcd_schema() -> Schema:
                           cel("self == oldSelf", "spec.etcd.local.storage.type cannot change after creation: "
                               "the members' data would not move to the new storage"),
                       ]}),
-            "size": {**quantity_or_int("Volume size for PersistentVolumeClaim, e.g. 8Gi."), "default": "8Gi"},
+            "size": positive_size(quantity_or_int("Volume size for PersistentVolumeClaim, e.g. 8Gi."),
+                                  "spec.etcd.local.storage.size"),
             "storageClassName": s("StorageClass of the claims; empty uses the cluster default.",
                                   maxLength=253, pattern=DNS1123_SUBDOMAIN),
             "hostPath": s("Directory on the node for HostPath storage (one subdirectory per member); not "
@@ -567,7 +582,7 @@ def member_schema() -> Schema:
                           "member pulls from Karmada.", enum=["Push", "Pull"], default="Push"),
             "provider": s("Cloud provider or site label, copied to the Cluster.", maxLength=63),
             "region": s("Region, copied to the Cluster.", maxLength=63),
-            "zones": arr("Zones, copied to the Cluster.", s("Zone.", maxLength=63), maxItems=16),
+            "zones": arr("Zones, copied to the Cluster.", s("Zone.", minLength=1, maxLength=63), maxItems=16),
             "labels": label_map("Labels put on the Cluster object.", "members[].labels"),
             "taints": arr("Taints put on the Cluster object.", taint, maxItems=16),
             "agentPlacement": s("Pull mode: where karmada-agent runs. Member (usual: only the member dials "
@@ -845,7 +860,8 @@ def etcd_backup_spec() -> Schema:
                     }, required=["claimName"]),
                     "s3": obj("S3-compatible object storage.", {
                         "endpoint": s("Endpoint URL.", maxLength=2048, pattern=r"^https?://.+$"),
-                        "bucket": s("Bucket.", minLength=3, maxLength=63, pattern=r"^[a-z0-9][a-z0-9.-]+[a-z0-9]$"),
+                        "bucket": s("Bucket.", minLength=3, maxLength=63, pattern=r"^[a-z0-9][a-z0-9.-]+[a-z0-9]$",
+                                    **{"x-kubernetes-validations": [bucket_name_rule("spec.storage.s3.bucket")]}),
                         "prefix": s("Key prefix.", maxLength=1024),
                         "region": s("Region.", maxLength=63),
                         "credentialsSecretRef": obj(
@@ -1015,11 +1031,14 @@ CRDS: list[dict[str, Any]] = [
         "kind": "KarmadaDeployment",
         "plural": "karmadadeployments",
         "singular": "karmadadeployment",
-        "shortNames": ["kd", "karmada"],
+        # Not "karmada": that is the singular of Karmada's own operator's kind (karmadas.operator.karmada.io),
+        # and with both CRDs installed `kubectl get karmada` must keep meaning theirs.
+        "shortNames": ["kd"],
         "description": "A Karmada control plane installed and cared for by the operator.",
         "spec": karmada_deployment_spec,
         "status": karmada_deployment_status,
         "columns": [
+            {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
             {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
             {"name": "Version", "type": "string", "jsonPath": ".status.karmadaVersion"},
             {"name": "Members", "type": "string", "jsonPath": ".status.readyMembers",

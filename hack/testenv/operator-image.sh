@@ -245,7 +245,7 @@ build_image() {
     --dir "${OP_HOME#/}:775:$OP_UID:0"
     --exclude __pycache__ --exclude '*.pyc'
     --env "PATH=$VENV/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-    --env "VIRTUAL_ENV=$VENV" --env "HOME=$OP_HOME" --env "ANSIBLE_CONFIG=$OP_HOME/ansible.cfg"
+    --env "VIRTUAL_ENV=$VENV" --env "HOME=$OP_HOME" --env "ANSIBLE_CONFIG=$OP_HOME/ansible.cfg" --env "PYTHONPATH=$OP_HOME/plugins/module_utils"
     --env LANG=C.UTF-8 --env USER_NAME=ansible --env "USER_UID=$OP_UID"
     --workdir "$OP_HOME" --user "$OP_UID" --entrypoint-json "$(json_list "${ENTRYPOINT[@]}")")
   # Owned by root like the Dockerfile's COPYs (readable, not writable, by the operator).

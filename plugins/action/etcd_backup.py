@@ -1,18 +1,11 @@
-"""etcd_backup in the controller process (module_utils/action_adapter.py).
+"""etcd_backup in the controller process (module_utils/karmada_operator/runtime/adapter.py).
 
 Options: plugins/modules/etcd_backup.py.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _MODULE_UTILS not in sys.path:
-    sys.path.append(_MODULE_UTILS)
-
-import etcd_backup_controller  # noqa: E402
-from action_adapter import in_process_action  # noqa: E402
+from karmada_operator.backup import controller as etcd_backup_controller
+from karmada_operator.runtime.adapter import in_process_action
 
 ActionModule = in_process_action(etcd_backup_controller.ARGUMENT_SPEC, etcd_backup_controller.run_pass)

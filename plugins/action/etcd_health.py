@@ -1,15 +1,13 @@
-"""etcd_health in the task's worker (module_utils/action_adapter.py): the module's own code,
-options and result (plugins/modules/etcd_health.py), without a new Python per task."""
+"""etcd_health in the task's worker (plugins/module_utils/karmada_operator/runtime/adapter.py).
+
+Options and code: plugins/module_utils/karmada_operator/tasks/etcd_health.py (documented in
+plugins/modules/etcd_health.py).
+"""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from karmada_operator.runtime.adapter import in_process_action
+from karmada_operator.tasks import etcd_health as task
 
-_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _MODULE_UTILS not in sys.path:
-    sys.path.append(_MODULE_UTILS)
-
-from action_adapter import module_in_process_action  # noqa: E402
-
-ActionModule = module_in_process_action("etcd_health")
+ActionModule = in_process_action(task.ARGUMENT_SPEC, task.run, supports_check_mode=task.SUPPORTS_CHECK_MODE,
+                                 kubernetes=False)

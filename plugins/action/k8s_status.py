@@ -1,18 +1,11 @@
-"""k8s_status in the controller process (module_utils/action_adapter.py).
+"""k8s_status in the controller process (module_utils/karmada_operator/runtime/adapter.py).
 
 Options: plugins/modules/k8s_status.py.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _MODULE_UTILS not in sys.path:
-    sys.path.append(_MODULE_UTILS)
-
-import status_writer  # noqa: E402
-from action_adapter import in_process_action  # noqa: E402
+from karmada_operator.runtime import status_writer
+from karmada_operator.runtime.adapter import in_process_action
 
 ActionModule = in_process_action(status_writer.ARGUMENT_SPEC, status_writer.run, supports_check_mode=True)

@@ -1,18 +1,11 @@
-"""karmada_member in the controller process (module_utils/action_adapter.py).
+"""karmada_member in the controller process (module_utils/karmada_operator/runtime/adapter.py).
 
 Options: plugins/modules/karmada_member.py.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _MODULE_UTILS not in sys.path:
-    sys.path.append(_MODULE_UTILS)
-
-import karmada_member_join  # noqa: E402
-from action_adapter import in_process_action  # noqa: E402
+from karmada_operator.members import join as karmada_member_join
+from karmada_operator.runtime.adapter import in_process_action
 
 ActionModule = in_process_action(karmada_member_join.ARGUMENT_SPEC, karmada_member_join.run)

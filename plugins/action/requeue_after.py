@@ -1,15 +1,13 @@
-"""requeue_after in the task's worker (module_utils/action_adapter.py): the module's own code,
-options and result (plugins/modules/requeue_after.py), without a new Python per task."""
+"""requeue_after in the task's worker (plugins/module_utils/karmada_operator/runtime/adapter.py).
+
+Options and code: plugins/module_utils/karmada_operator/tasks/requeue_after.py (documented in
+plugins/modules/requeue_after.py).
+"""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from karmada_operator.runtime.adapter import in_process_action
+from karmada_operator.tasks import requeue_after as task
 
-_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _MODULE_UTILS not in sys.path:
-    sys.path.append(_MODULE_UTILS)
-
-from action_adapter import module_in_process_action  # noqa: E402
-
-ActionModule = module_in_process_action("requeue_after", kubernetes=False)
+ActionModule = in_process_action(task.ARGUMENT_SPEC, task.run, supports_check_mode=task.SUPPORTS_CHECK_MODE,
+                                 kubernetes=False)

@@ -4,36 +4,25 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 from ansible.errors import AnsibleFilterError
 
+from karmada_operator.backup.restore import restore_gate
+
 # Controller-side plugins cannot import custom module_utils through ansible.module_utils
 # (only modules get them, packed by AnsiballZ), so load the same files as plain Python.
-_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _MODULE_UTILS not in sys.path:
-    sys.path.append(_MODULE_UTILS)
-
-import applied_objects  # noqa: E402
-import karmada_ca_rotation  # noqa: E402
-import karmada_requeue  # noqa: E402
-import karmada_upgrade  # noqa: E402
-import role_templates  # noqa: E402
-from etcd_restore import restore_gate  # noqa: E402
-from karmada_cert_rollout import apiserver_pki_hash  # noqa: E402
-from karmada_converged import build_id  # noqa: E402
-from karmada_kubeconfig import with_server  # noqa: E402
-from karmada_members import member_jobs, member_results, members_status  # noqa: E402
-from karmada_observed import (  # noqa: E402
-    certificates_condition,
-    component_status,
-    etcd_status,
-    failure_message,
-    pick,
-)
-from karmada_plan import config_hash, mounts_hash  # noqa: E402
+from karmada_operator.kube import applied as applied_objects
+from karmada_operator.kube.kubeconfig import with_server
+from karmada_operator.kube.observed import certificates_condition, component_status, etcd_status, failure_message, pick
+from karmada_operator.members.plan import member_jobs, member_results, members_status
+from karmada_operator.pki import ca_rotation as karmada_ca_rotation
+from karmada_operator.pki.cert_rollout import apiserver_pki_hash
+from karmada_operator.plan import requeue as karmada_requeue
+from karmada_operator.plan import upgrade as karmada_upgrade
+from karmada_operator.plan.converged import build_id
+from karmada_operator.plan.plan import config_hash, mounts_hash
+from karmada_operator.runtime import templates as role_templates
 
 
 def b64_values(data: dict) -> dict:
@@ -114,14 +103,14 @@ class FilterModule:
     def filters(self):
         return {
             # when the next certificate renewal comes before the next periodic reconcile
-            # (module_utils/karmada_requeue.py): the requeue_after period, else ""
+            # (module_utils/karmada_operator/plan/requeue.py): the requeue_after period, else ""
             "karmada_requeue_after": requeue_after,
             "karmada_kubeconfig_server": kubeconfig_with_server,
-            # skip applying what is already there (module_utils/applied_objects.py)
+            # skip applying what is already there (module_utils/karmada_operator/kube/applied.py)
             "karmada_with_digest": lambda objs: applied_objects.with_digest(_plain(objs or [])),
             "karmada_unregistered_apiservices": lambda live, wanted, ca: applied_objects.unregistered_apiservices(
                 _plain(live or []), _plain(wanted or []), str(ca)),
-            # a role's templates rendered by Jinja2 itself (module_utils/role_templates.py)
+            # a role's templates rendered by Jinja2 itself (module_utils/karmada_operator/runtime/templates.py)
             "karmada_render": render_templates,
             "karmada_component_steps": component_steps,
             # the operator's code under a directory (the parent of playbooks/): a new build runs a full pass

@@ -84,21 +84,16 @@ keyed_groups:
 #   ansible-inventory -i karmada_members.yml --host karmada-system/karmada/member1
 """
 
-import sys
-from pathlib import Path
 from typing import Any
 
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
 
+from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
+
 # Controller-side plugins cannot import custom module_utils through ansible.module_utils
 # (only modules get them, packed by AnsiballZ), so load the same files as plain Python.
-_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _MODULE_UTILS not in sys.path:
-    sys.path.append(_MODULE_UTILS)
-
-import karmada_members as members_plan  # noqa: E402
-from karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
+from karmada_operator.members import plan as members_plan
 
 GROUP = "operator.karmada.io"
 VERSION = "v1alpha1"

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""One reconcile pass of an EtcdBackup (module_utils/etcd_backup_controller.py does the work)."""
+"""One reconcile pass of an EtcdBackup (module_utils/karmada_operator/backup/controller.py does the work)."""
 
 from __future__ import annotations
 
@@ -65,8 +65,9 @@ phase:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.etcd_backup_controller import ARGUMENT_SPEC, run_pass  # noqa: E402
-from ansible.module_utils.module_run import module_main  # noqa: E402
+
+from karmada_operator.backup.controller import ARGUMENT_SPEC, run_pass
+from karmada_operator.task import module_main
 
 
 def main() -> None:

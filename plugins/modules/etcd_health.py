@@ -75,31 +75,14 @@ members:
   elements: dict
 """
 
-from typing import Any
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.etcd_cluster_health import cluster_health
-from ansible.module_utils.etcd_gateway import CONNECTION_ARGS, client_from_params, module_result, tls_files
 
-ARGUMENT_SPEC: dict[str, Any] = {**CONNECTION_ARGS, "fail_without_quorum": {"type": "bool", "default": False}}
-
-
-def run_module(params: dict[str, Any], check_mode: bool = False) -> dict[str, Any]:
-    with tls_files(params.get("tls"), prefix="etcd-health-") as paths:
-        result = cluster_health(client_from_params({**params, **paths}))
-    result["changed"] = False
-    return result
+from karmada_operator.task import module_main
+from karmada_operator.tasks import etcd_health as task
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    result = module_result(module, run_module)
-    if module.params["fail_without_quorum"] and not result["has_quorum"]:
-        bad = [f"{m['name'] or m['id']}: {m['error']}" for m in result["members"] if not m["healthy"]]
-        module.fail_json(
-            msg="etcd has no quorum; bring members back or restore from a backup. " + "; ".join(bad), **result
-        )
-    module.exit_json(**result)
+    module_main(AnsibleModule(argument_spec=task.ARGUMENT_SPEC, supports_check_mode=task.SUPPORTS_CHECK_MODE), task.run)
 
 
 if __name__ == "__main__":

@@ -129,8 +129,9 @@ members:
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.etcd_gateway import CONNECTION_ARGS, client_from_params, module_result
-from ansible.module_utils.etcd_membership import ensure_member_absent, ensure_member_present
+
+from karmada_operator.etcd.gateway import CONNECTION_ARGS, client_from_params, module_result
+from karmada_operator.etcd.membership import ensure_member_absent, ensure_member_present
 
 ARGUMENT_SPEC: dict[str, Any] = {
     **CONNECTION_ARGS,

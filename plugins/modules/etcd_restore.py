@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""One reconcile pass of an EtcdRestore (module_utils/etcd_restore_controller.py does the work)."""
+"""One reconcile pass of an EtcdRestore (module_utils/karmada_operator/backup/restore_controller.py does the work)."""
 
 from __future__ import annotations
 
@@ -58,8 +58,9 @@ phase:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.etcd_restore_controller import ARGUMENT_SPEC, run_pass  # noqa: E402
-from ansible.module_utils.module_run import module_main  # noqa: E402
+
+from karmada_operator.backup.restore_controller import ARGUMENT_SPEC, run_pass
+from karmada_operator.task import module_main
 
 
 def main() -> None:

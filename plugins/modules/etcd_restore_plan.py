@@ -106,7 +106,8 @@ members:
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.etcd_restore_plan import RestorePlanError, expand_members, plan_restore
+
+from karmada_operator.backup.restore_plan import RestorePlanError, expand_members, plan_restore
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "snapshot": {"type": "path", "required": True},

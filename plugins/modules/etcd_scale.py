@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Scale the local etcd one member at a time, through learners (module_utils/etcd_scaling.py)."""
+"""Scale the local etcd one member at a time, through learners (module_utils/karmada_operator/etcd/scaling.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ description:
     In, the member with the highest ordinal leaves etcd first (a leader hands over), then the
     StatefulSet is lowered; its claim follows I(delete_claims).
   - Both C(scale) and C(settle) first replace a member that lost its data (its claim was replaced,
-    or etcd exits saying its data is lost or corrupt; module_utils/etcd_replacement.py). It leaves
+    or etcd exits saying its data is lost or corrupt; module_utils/karmada_operator/etcd/replacement.py). It leaves
     etcd through a healthy member, its claim and pod are deleted, and it rejoins empty as a learner
     under its own name, promoted once caught up; one member at a time. Events
     C(EtcdMemberReplacing) when it begins, C(EtcdMemberReplaced) when it is promoted again.
@@ -145,114 +145,14 @@ reason:
   type: str
 """
 
-import contextlib  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.cr_pass import event_object  # noqa: E402
-from ansible.module_utils.etcd_gateway import EtcdClient, EtcdError, missing_tls, tls_files  # noqa: E402
-from ansible.module_utils.etcd_rollout import resolve_map  # noqa: E402
-from ansible.module_utils.etcd_scaling import (  # noqa: E402
-    EtcdScaleStopped,
-    KubeScaleSource,
-    claim_templates,
-    prepare,
-    scale,
-)
-from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
-
-EVENT_REASONS = {"add": "EtcdMemberAdded", "promote": "EtcdMemberPromoted", "remove": "EtcdMemberRemoved",
-                 "replicas": "EtcdReplicasCorrected", "replace": "EtcdMemberReplacing",
-                 "reset": "EtcdMemberReplacing"}
+from karmada_operator.task import module_main
+from karmada_operator.tasks import etcd_scale as task
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "phase": {"type": "str", "choices": ["prepare", "settle", "scale"], "default": "scale"},
-            "namespace": {"type": "str", "required": True},
-            "statefulset": {"type": "str", "required": True},
-            "selector": {"type": "str", "required": True},
-            "replicas": {"type": "int", "required": True},
-            "member_domain": {"type": "str", "required": True},
-            "bootstrap_configmap": {"type": "str", "required": True},
-            "labels": {"type": "dict", "default": {}},
-            "storage_type": {"type": "str", "default": "PersistentVolumeClaim"},
-            "delete_claims": {"type": "bool", "default": True},
-            "tls": {"type": "dict", "no_log": True},
-            "timeout": {"type": "int", "default": 600},
-            "poll": {"type": "int", "default": 2},
-            "stuck_after": {"type": "int", "default": 60},
-            "owner": {"type": "dict"},
-            "kubeconfig": {"type": "path"},
-        },
-        supports_check_mode=False,
-    )
-    p = module.params
-    owner = p["owner"]
-    domain = p["member_domain"]
-
-    def peer_url(name: str) -> str:
-        return f"https://{name}.{domain}:2380"
-
-    try:
-        kube = Kube.default(p["kubeconfig"])
-        live = Kube.default(p["kubeconfig"], in_cluster_first=True)
-    except KubeConfigError as exc:
-        module.fail_json(msg=str(exc))
-    with kube, live:
-        source = KubeScaleSource(live, p["namespace"], p["statefulset"], p["selector"], p["bootstrap_configmap"],
-                                 p["labels"], owner)
-        if p["phase"] == "prepare":
-            try:
-                replicas = prepare(source, statefulset=p["statefulset"], desired=p["replicas"], peer_url=peer_url)
-                claims = claim_templates(source.statefulset())
-            except KubeError as exc:
-                module.fail_json(msg=f"{exc.status} {exc.reason}: {exc.message}")
-            module.exit_json(changed=source.wrote, replicas=replicas, volume_claim_templates=claims, steps=[])
-        missing = missing_tls(p["tls"])
-        if missing:
-            module.fail_json(msg=f"tls: {', '.join(missing)} missing")
-        certs = contextlib.ExitStack()
-        try:
-            files = certs.enter_context(tls_files(p["tls"], prefix="etcd-scale-"))
-
-            def etcd_for(pods):
-                names = sorted(n for n, pod in pods.items() if pod.ip and not pod.terminating) or [
-                    f"{p['statefulset']}-0"]
-                return EtcdClient([f"https://{n}.{domain}:2379" for n in names], cert=files["cert"],
-                                  key=files["key"], ca=files["ca"], timeout=5.0,
-                                  resolve=resolve_map(pods, domain))
-
-            def tell(step) -> None:
-                if owner:
-                    what = (f"etcd member {step.member}" if step.action in ("replace", "reset")
-                            else f"etcd scaling to {p['replicas']} members")
-                    kube.create(event_object(owner, {"type": "Normal", "reason": EVENT_REASONS[step.action],
-                                                     "message": f"{what}: {step.reason}"}, datetime.now(UTC)))
-
-            def replaced(member: str, message: str) -> None:
-                if owner:
-                    kube.create(event_object(owner, {"type": "Normal", "reason": "EtcdMemberReplaced",
-                                                     "message": message}, datetime.now(UTC)))
-
-            try:
-                result = scale(source, etcd_for, statefulset=p["statefulset"], desired=p["replicas"],
-                               peer_url=peer_url, timeout=float(p["timeout"]), start=p["phase"] == "scale",
-                               storage_type=p["storage_type"], delete_claims=p["delete_claims"],
-                               poll=float(p["poll"]), stuck_after=float(p["stuck_after"]), on_step=tell,
-                               on_replaced=replaced)
-            except EtcdScaleStopped as exc:
-                if owner:
-                    kube.create(event_object(owner, {"type": "Warning", "reason": exc.reason,
-                                                     "message": str(exc)}, datetime.now(UTC)))
-                module.fail_json(msg=str(exc), reason=exc.reason, step_reason=exc.reason, steps=exc.done,
-                                 changed=bool(exc.done))
-            except (KubeError, EtcdError) as exc:
-                module.fail_json(msg=f"etcd scaling stopped: {exc}", reason="EtcdNotReady")
-        finally:
-            certs.close()
-    module.exit_json(**result.as_dict())
+    module_main(AnsibleModule(argument_spec=task.ARGUMENT_SPEC, supports_check_mode=task.SUPPORTS_CHECK_MODE), task.run)
 
 
 if __name__ == "__main__":

@@ -88,8 +88,9 @@ duration_seconds:
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.etcd_gateway import CONNECTION_ARGS, client_from_params, module_result
-from ansible.module_utils.etcd_snapshots import save_snapshot, verify_snapshot
+
+from karmada_operator.etcd.gateway import CONNECTION_ARGS, client_from_params, module_result
+from karmada_operator.etcd.snapshots import save_snapshot, verify_snapshot
 
 ARGUMENT_SPEC: dict[str, Any] = {
     **CONNECTION_ARGS,

@@ -93,8 +93,9 @@ changed_fields:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.module_run import module_main  # noqa: E402
-from ansible.module_utils.status_writer import ARGUMENT_SPEC, run  # noqa: E402
+
+from karmada_operator.runtime.status_writer import ARGUMENT_SPEC, run
+from karmada_operator.task import module_main
 
 
 def main() -> None:

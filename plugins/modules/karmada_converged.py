@@ -1,5 +1,6 @@
 #!/usr/bin/python
-"""Has anything changed since the last full pass of a KarmadaDeployment? (module_utils/karmada_converged.py)"""
+"""Has anything changed since the last full pass of a KarmadaDeployment?
+(module_utils/karmada_operator/plan/converged.py)"""
 
 from __future__ import annotations
 
@@ -89,8 +90,9 @@ renew_at:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.converged_task import ARGUMENT_SPEC, run  # noqa: E402
-from ansible.module_utils.module_run import module_main  # noqa: E402
+
+from karmada_operator.runtime.converged_task import ARGUMENT_SPEC, run
+from karmada_operator.task import module_main
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ options:
   url_template:
     description:
       - Default URL with C({version}) in it, used when I(url) is empty; default the release
-        asset (C(CRDS_URL_TEMPLATE) in plugins/module_utils/karmada_components.py).
+        asset (C(CRDS_URL_TEMPLATE) in plugins/module_utils/karmada_operator/components.py).
     type: str
   sha256:
     description: Expected sha256 (hex) of the tarball; a mismatch fails.
@@ -133,52 +133,14 @@ reason:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.karmada_crds import (  # noqa: E402
-    DEFAULT_URL_TEMPLATE,
-    CrdSourceError,
-    apply_crds,
-    karmada_crds,
-)
-from ansible.module_utils.karmada_kube import Kube, KubeConfigError  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
+
+from karmada_operator.task import module_main
+from karmada_operator.tasks import karmada_crds as task
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "version": {"type": "str", "default": ""},
-            "url": {"type": "str"},
-            "url_template": {"type": "str"},
-            "sha256": {"type": "str"},
-            "cache_dir": {"type": "path", "required": True},
-            "ca_bundle": {"type": "str", "required": True},
-            "webhook_service": {"type": "str", "required": True},
-            "webhook_namespace": {"type": "str", "required": True},
-            "timeout": {"type": "int", "default": 60},
-            "validate_certs": {"type": "bool", "default": True},
-            "proxy": {"type": "str"},
-            "kubeconfig": {"type": "path"},
-            "established_timeout": {"type": "int", "default": 120},
-        },
-        supports_check_mode=True,
-    )
-    p = module.params
-    try:
-        result = karmada_crds(
-            version=p["version"], ca_bundle=p["ca_bundle"], webhook_service=p["webhook_service"],
-            webhook_namespace=p["webhook_namespace"], cache_dir=p["cache_dir"], url=p["url"],
-            sha256=p["sha256"], timeout=p["timeout"], validate_certs=p["validate_certs"], proxy=p["proxy"],
-            url_template=p["url_template"] or DEFAULT_URL_TEMPLATE,
-        )
-        if p["kubeconfig"]:
-            with Kube.from_file(p["kubeconfig"]) as kube:
-                result["applied"] = apply_crds(kube, result.pop("crds"), timeout=p["established_timeout"],
-                                               check=module.check_mode)
-    except CrdSourceError as exc:
-        module.fail_json(msg=str(exc), reason=exc.reason)
-    except KubeConfigError as exc:
-        module.fail_json(msg=str(exc), reason="CrdApplyFailed")
-    module.exit_json(changed=bool(result.get("applied")), **result)
+    module_main(AnsibleModule(argument_spec=task.ARGUMENT_SPEC, supports_check_mode=task.SUPPORTS_CHECK_MODE), task.run)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/python
-"""Several lists of objects in one call, and the definitions that need applying (module_utils/lists_task.py)."""
+"""Several lists of objects in one call, and the definitions that need applying
+(module_utils/karmada_operator/runtime/lists_task.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ description:
     for I(definitions), one list per distinct kind and namespace among them, all over one client in
     one task. A loop of kubernetes.core.k8s_info costs a task per kind.
   - For I(definitions), also returns those whose live object is missing, lacks the definition's
-    digest annotation or differs in a field the definition sets (module_utils/applied_objects.py).
+    digest annotation or differs in a field the definition sets (module_utils/karmada_operator/kube/applied.py).
   - Reads only; never changed. A kind the server does not serve reads as no objects.
 options:
   kubeconfig:
@@ -75,8 +76,9 @@ unapplied:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lists_task import ARGUMENT_SPEC, run  # noqa: E402
-from ansible.module_utils.module_run import module_main  # noqa: E402
+
+from karmada_operator.runtime.lists_task import ARGUMENT_SPEC, run
+from karmada_operator.task import module_main
 
 
 def main() -> None:

@@ -152,8 +152,9 @@ members:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.karmada_member_join import ARGUMENT_SPEC, run  # noqa: E402
-from ansible.module_utils.module_run import module_main  # noqa: E402
+
+from karmada_operator.members.join import ARGUMENT_SPEC, run
+from karmada_operator.task import module_main
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible module: compute the PKI set of a KarmadaDeployment (logic in module_utils/karmada_pki)."""
+"""Ansible module: compute the PKI set of a KarmadaDeployment (logic in module_utils/karmada_operator/pki/pki.py)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ options:
       - Service name per serving component (C(karmada-aggregated-apiserver), C(karmada-webhook),
         C(karmada-search), C(karmada-metrics-adapter); default C(<name>-<component without karmada->)).
       - A serving certificate is issued only for the components in C(components) that serve
-        (see plugins/module_utils/karmada_components.py).
+        (see plugins/module_utils/karmada_operator/components.py).
     type: dict
     default: {}
   components:
@@ -110,7 +110,7 @@ options:
     description:
       - "One phase of a CA rotation with a trust transition: C({ca: ca|etcd/ca|front-proxy-ca,
         phase: Trusting|Reissuing|Dropping}) (from C(spec.certificates.caRotation) and
-        C(status.caRotation), plugins/module_utils/karmada_ca_rotation.py)."
+        C(status.caRotation), plugins/module_utils/karmada_operator/pki/ca_rotation.py)."
       - C(Trusting) stores a new CA beside the old one (C(<ca>-next.key)) and makes C(<ca>.crt) the bundle
         old+new; C(Reissuing) makes the new CA sign (the old key kept as C(<ca>-previous.key)) and re-issues
         every leaf of that CA; C(Dropping) leaves the new CA alone in the bundle and drops the old key.
@@ -210,81 +210,14 @@ secret_groups:
   returned: always
 """
 
-import base64
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.karmada_pki import (
-    PkiInputError,
-    files_from_secret_groups,
-    reconcile_pki,
-    secret_groups,
-)
 
-ARGUMENT_SPEC = {
-    "namespace": {"type": "str", "default": "karmada-system"},
-    "name": {"type": "str", "default": "karmada"},
-    "cluster_domain": {"type": "str", "default": "cluster.local"},
-    "etcd": {"type": "dict", "default": {}},
-    "api_server": {"type": "dict", "default": {}},
-    "serving_services": {"type": "dict", "default": {}},
-    "components": {"type": "list", "elements": "str"},
-    "certificates": {"type": "dict", "default": {}},
-    # not no_log: Ansible would then mask the same PEM text in the returned files; callers use no_log
-    "existing": {"type": "dict", "default": {}, "no_log": False},
-    "existing_groups": {"type": "dict", "default": {}, "no_log": False},
-    "existing_groups_base64": {"type": "bool", "default": False},
-    "force_renew": {"type": "list", "elements": "str", "default": []},
-    "force_renew_issued_before": {"type": "str"},
-    "ca_rotation": {"type": "dict"},
-}
-
-
-def pki_input(params: dict) -> dict:
-    """Module parameters (snake_case) to the library's input dict (the CR's camelCase)."""
-    groups = params["existing_groups"] or {}
-    if params["existing_groups_base64"]:
-        groups = {
-            g: {k: base64.b64decode(v).decode() for k, v in (d or {}).items()} for g, d in groups.items()
-        }
-    existing = files_from_secret_groups(groups)
-    existing.update(params["existing"] or {})
-    return {
-        "namespace": params["namespace"],
-        "name": params["name"],
-        "clusterDomain": params["cluster_domain"],
-        "etcd": params["etcd"],
-        "apiServer": params["api_server"],
-        "servingServices": params["serving_services"],
-        "components": params["components"],
-        "certificates": params["certificates"],
-        "forceRenew": params["force_renew"],
-        "forceRenewIssuedBefore": params["force_renew_issued_before"],
-        "caRotation": params["ca_rotation"] or None,
-        "existing": existing,
-    }
+from karmada_operator.task import module_main
+from karmada_operator.tasks import karmada_pki as task
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = reconcile_pki(pki_input(module.params))
-    except PkiInputError as exc:
-        module.fail_json(msg=str(exc), field=exc.field)
-    for warning in result.warnings:
-        module.warn(warning)
-    removed_groups = secret_groups(dict.fromkeys(result.removed, ""))
-    module.exit_json(
-        changed=result.changed,
-        certificates=result.certificates,
-        changes=result.changes,
-        removed=result.removed,
-        pki_warnings=result.warnings,
-        rotation=result.rotation,
-        files=result.files,
-        secret_groups=secret_groups(result.files),
-        # JSON merge patches (key: null) that drop removed files from the stored Secrets
-        secret_removals={g: dict.fromkeys(keys) for g, keys in removed_groups.items()},
-    )
+    module_main(AnsibleModule(argument_spec=task.ARGUMENT_SPEC, supports_check_mode=task.SUPPORTS_CHECK_MODE), task.run)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plan:
-  description: The plan; see plugins/module_utils/karmada_plan.py for its keys.
+  description: The plan; see plugins/module_utils/karmada_operator/plan/plan.py for its keys.
   returned: success
   type: dict
 field:
@@ -40,8 +40,9 @@ field:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.karmada_plan import ARGUMENT_SPEC, run  # noqa: E402
-from ansible.module_utils.module_run import module_main  # noqa: E402
+
+from karmada_operator.plan.plan import ARGUMENT_SPEC, run
+from karmada_operator.task import module_main
 
 
 def main() -> None:

@@ -45,68 +45,14 @@ path:
   type: str
 """
 
-import os  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-
-def write_private(path: str, content: str) -> bool:
-    """Write ``content`` to ``path`` (0600, in a 0700 directory); False when it already held it."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    data = content.encode()
-    try:
-        with open(path, "rb") as current:
-            if current.read() == data and (os.stat(path).st_mode & 0o777) == 0o600:
-                return False
-    except FileNotFoundError:
-        pass
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")  # 0600
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return True
-
-
-def remove(path: str) -> bool:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-        return True
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return False
-    return True
+from karmada_operator.task import module_main
+from karmada_operator.tasks import karmada_private_file as task
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "path": {"type": "path", "required": True},
-            "content": {"type": "str", "no_log": True},
-            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        },
-        required_if=[("state", "present", ["content"])],
-        supports_check_mode=True,
-    )
-    path, state = module.params["path"], module.params["state"]
-    try:
-        if module.check_mode:
-            changed = state == "absent" and os.path.lexists(path) or state == "present"
-        elif state == "present":
-            changed = write_private(path, module.params["content"])
-        else:
-            changed = remove(path)
-    except OSError as exc:
-        module.fail_json(msg=f"{path}: {exc.strerror or exc}", path=path)
-    module.exit_json(changed=changed, path=path)
+    module_main(AnsibleModule(argument_spec=task.ARGUMENT_SPEC, supports_check_mode=task.SUPPORTS_CHECK_MODE), task.run)
 
 
 if __name__ == "__main__":

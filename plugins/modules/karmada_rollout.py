@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Roll control-plane components one at a time, each gated (module_utils/karmada_rollout.py)."""
+"""Roll control-plane components one at a time, each gated (module_utils/karmada_operator/controlplane/rollout.py)."""
 
 from __future__ import annotations
 
@@ -98,71 +98,14 @@ component:
   type: str
 """
 
-import contextlib  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.cr_pass import event_object  # noqa: E402
-from ansible.module_utils.karmada_kube import Kube, KubeConfigError, KubeError  # noqa: E402
-from ansible.module_utils.karmada_rollout import RolloutStopped, Step, StepResult, remove, rollout  # noqa: E402
+from karmada_operator.task import module_main
+from karmada_operator.tasks import karmada_rollout as task
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "namespace": {"type": "str", "required": True},
-            "steps": {"type": "list", "elements": "dict", "required": True},
-            "timeout": {"type": "int", "default": 300},
-            "poll": {"type": "int", "default": 2},
-            "stuck_after": {"type": "int", "default": 60},
-            "owner": {"type": "dict"},
-            "kubeconfig": {"type": "path"},
-            "karmada_kubeconfig": {"type": "path"},
-            "absent": {"type": "list", "elements": "dict", "default": []},
-        },
-        supports_check_mode=False,
-    )
-    p = module.params
-    try:
-        steps = [Step(name=s["name"], objects=list(s["objects"]), deployment=s["deployment"],
-                      container=s["container"], selector=s["selector"], replicas=int(s["replicas"]),
-                      lease=str(s.get("lease") or ""), admission=dict(s.get("admission") or {}))
-                 for s in p["steps"]]
-    except (KeyError, TypeError, ValueError) as exc:
-        module.fail_json(msg=f"steps: each needs name, objects, deployment, container, selector, replicas ({exc})")
-    owner = p["owner"]
-    try:
-        # Applies through the runtime's proxy when it runs us (dependent watches), as
-        # kubernetes.core would; the gates read the API server itself (the proxy's cache lags).
-        kube = Kube.default(p["kubeconfig"])
-        live = Kube.default(p["kubeconfig"], in_cluster_first=True)
-        karmada = Kube.from_file(p["karmada_kubeconfig"]) if p["karmada_kubeconfig"] else None
-    except KubeConfigError as exc:
-        module.fail_json(msg=str(exc))
-
-    def tell(result: StepResult) -> None:
-        if owner and result.changed:
-            message = (f"{result.name} rolled out: {result.version or 'no ready pod'} on "
-                       f"{len(result.pods)} pod(s) in {result.seconds:.0f} s")
-            kube.create(event_object(owner, {"type": "Normal", "reason": "ComponentRolledOut",
-                                             "message": message}, datetime.now(UTC)))
-
-    with kube, live, (karmada or contextlib.nullcontext()):
-        try:
-            results = rollout(kube, steps, p["namespace"], timeout=float(p["timeout"]), poll=float(p["poll"]),
-                              stuck_after=float(p["stuck_after"]), reader=live, karmada=karmada, owner=owner,
-                              on_step=tell)
-            deleted = remove(kube, p["absent"])
-        except RolloutStopped as exc:
-            if owner:
-                kube.create(event_object(owner, {"type": "Warning", "reason": "RolloutStopped",
-                                                 "message": str(exc)}, datetime.now(UTC)))
-            module.fail_json(msg=str(exc), reason=exc.reason, component=exc.component,
-                             done=[r.as_dict() for r in exc.done], changed=any(r.changed for r in exc.done))
-        except KubeError as exc:
-            module.fail_json(msg=f"{exc.status} {exc.reason}: {exc.message}")
-    module.exit_json(changed=any(r.changed for r in results) or bool(deleted), steps=[r.as_dict() for r in results],
-                     deleted=deleted)
+    module_main(AnsibleModule(argument_spec=task.ARGUMENT_SPEC, supports_check_mode=task.SUPPORTS_CHECK_MODE), task.run)
 
 
 if __name__ == "__main__":

@@ -35,12 +35,14 @@ period:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
+
+from karmada_operator.task import module_main
+from karmada_operator.tasks import requeue_after as task
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec={"period": {"type": "str", "required": True}}, supports_check_mode=True)
-    module.exit_json(changed=False, period=module.params["period"])
+    module_main(AnsibleModule(argument_spec=task.ARGUMENT_SPEC, supports_check_mode=task.SUPPORTS_CHECK_MODE), task.run)
 
 
 if __name__ == "__main__":

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from karmada_member_join import host_agent_name
-from karmada_pki import issued_by, load_cert
-from karmada_plan import APISERVER_PORT
 
+from karmada_operator.members.join import host_agent_name
+from karmada_operator.pki.pki import issued_by, load_cert
+from karmada_operator.plan.plan import APISERVER_PORT
 from support import karmada_e2e
 from support.etcd_db import Keys, MayDiffer, compare_keys, etcd_keys_json, read_keys
 from support.karmada_crds_server import serve

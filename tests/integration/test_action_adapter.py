@@ -1,4 +1,4 @@
-"""module_utils/action_adapter.py through real Ansible: a task run in the controller process.
+"""module_utils/karmada_operator/runtime/adapter.py through real Ansible: a task run in the controller process.
 
 Ansible forks each task's worker while holding the lock that guards stdout and stderr, so in
 the worker only the main thread may write to them. The member task runs a thread per member,
@@ -23,9 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PLUGIN = textwrap.dedent('''
     import sys, threading, warnings
-    sys.path.append(%r)
-    from action_adapter import in_process_action
-    from module_run import ModuleFailed
+    from karmada_operator.runtime.adapter import in_process_action
+    from karmada_operator.task import ModuleFailed
 
     def run(p, check_mode=False, warn=None):
         if p["fail"]:
@@ -65,9 +64,8 @@ def adhoc(tmp_path: Path, name: str, args: dict, check: bool = False) -> dict:
 @pytest.fixture()
 def plugins(tmp_path):
     (tmp_path / "action").mkdir()
-    utils = str(ROOT / "plugins" / "module_utils")
-    (tmp_path / "action" / "adapter_probe.py").write_text(PLUGIN % (utils, "False"))
-    (tmp_path / "action" / "adapter_probe_check.py").write_text(PLUGIN % (utils, "True"))
+    (tmp_path / "action" / "adapter_probe.py").write_text(PLUGIN % "False")
+    (tmp_path / "action" / "adapter_probe_check.py").write_text(PLUGIN % "True")
     return tmp_path
 
 

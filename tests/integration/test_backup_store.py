@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import etcd_backup_store as store_lib
 import pytest
-from etcd_backup_store import (
+
+from karmada_operator.backup import store as store_lib
+from karmada_operator.backup.store import (
     BucketNotFound,
     IntegrityCheckFailed,
     S3Credentials,
@@ -35,7 +36,6 @@ from etcd_backup_store import (
     StoreUnreachable,
     VolumeStore,
 )
-
 from support.etcd_cluster import free_port
 from support.s3_server import S3Server
 

@@ -34,7 +34,8 @@ import pytest
 import requests
 from test_cert_reload import SecretVolume, served
 
-from support.pki_fixtures import EtcdCluster, KubeApiserver, karmada_pki, pki_input, signed_by, wait_until
+from karmada_operator.pki import pki as karmada_pki
+from support.pki_fixtures import EtcdCluster, KubeApiserver, pki_input, signed_by, wait_until
 
 DATA = {"certificates": {"keyAlgorithm": "ECDSA", "keySize": 256}, "etcd": {"replicas": 1}}
 ADMIN = "karmada-admin"

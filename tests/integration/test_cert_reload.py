@@ -27,7 +27,8 @@ import pytest
 import requests
 from cryptography import x509
 
-from support.pki_fixtures import EtcdCluster, KubeApiserver, karmada_pki, pki_input, wait_until
+from karmada_operator.pki import pki as karmada_pki
+from support.pki_fixtures import EtcdCluster, KubeApiserver, pki_input, wait_until
 
 DATA = {"certificates": {"keyAlgorithm": "ECDSA", "keySize": 256, "leafValidity": "20m", "renewBefore": "15m"},
         "etcd": {"replicas": 1}}

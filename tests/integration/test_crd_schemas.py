@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from karmada_components import closed_args
+
+from karmada_operator.components import closed_args
 
 CLOSED_ARGS = closed_args()
 
@@ -302,6 +303,18 @@ BROKEN = [
      ["spec.source.s3.credentialsSecretRef", "Required value"]),
     ("restore-pki-without-name", "EtcdRestore", {"spec.pki": {"secretRef": {}}},
      ["spec.pki.secretRef.name", "Required value"]),
+    # what a careless user could still send before (issue "production-grade", item 8)
+    ("member-empty-zone", "KarmadaDeployment", {"spec.members.0.zones": ["az1", ""]},
+     ["spec.members[0].zones[1]", "at least 1 chars long"]),
+    *[(f"etcd-storage-size-{name}", "KarmadaDeployment", {"spec.etcd.local.storage.size": size},
+       ["spec.etcd.local.storage.size", "must be greater than zero"])
+      for name, size in [("zero", 0), ("zero-string", "0"), ("zero-gi", "0Gi")]],
+    *[(f"backup-s3-bucket-{name}", "EtcdBackup",
+       {"spec.storage": {"s3": {"endpoint": "https://s3.example", "bucket": bucket,
+                                "credentialsSecretRef": {"name": "c"}}}},
+       ["spec.storage.s3.bucket", "must be an S3 bucket name"])
+      for name, bucket in [("dotdot", "team..backups"), ("dot-dash", "team.-backups"), ("dash-dot", "team-.b"),
+                           ("ip", "192.168.1.10")]],
 ]
 
 
@@ -321,6 +334,10 @@ ACCEPTED = [
     ("short-lived-leaves", "KarmadaDeployment",
      {"spec.certificates.leafValidity": "20m", "spec.certificates.renewBefore": "15m"}),
     ("duration-window-with-day-leaves", "KarmadaDeployment", {"spec.certificates.renewBefore": "1h30m"}),
+    ("s3-bucket-with-dots", "EtcdBackup",
+     {"spec.storage": {"s3": {"endpoint": "https://s3.example", "bucket": "team.backups-1",
+                              "credentialsSecretRef": {"name": "c"}}}}),
+    ("etcd-storage-size-small", "KarmadaDeployment", {"spec.etcd.local.storage.size": "1Mi"}),
     ("open-extra-args", "KarmadaDeployment",
      {f"{_extra_args_path(key)}.extraArgs": {"v": "4", "kube-api-qps": "50"} for key in CLOSED_ARGS}),
     ("labels", "KarmadaDeployment",

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from etcd_backup_controller import ANN_HOLDER, ANN_SCHEDULED, CONTAINER, LABEL_BACKUP, LABEL_RECORDED
 
+from karmada_operator.backup.controller import ANN_HOLDER, ANN_SCHEDULED, CONTAINER, LABEL_BACKUP, LABEL_RECORDED
 from support import kube_apiserver
 from support.waiting import condition, crds_established
 

@@ -17,18 +17,18 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import etcd_backup as eb
-import etcd_backup_job as job
 import pytest
 import yaml
-from etcd_backup_store import SnapshotStore, VolumeStore
-from etcd_snapshots import snapshot_revision, verify_snapshot
 
+from karmada_operator.backup import backup as eb
+from karmada_operator.backup import job
+from karmada_operator.backup.store import SnapshotStore, VolumeStore
+from karmada_operator.etcd.snapshots import snapshot_revision, verify_snapshot
 from support.etcd_cluster import free_port, load_module, run_restore, start_cluster, start_restored
 from support.s3_server import S3Server
 
 ROOT = Path(__file__).resolve().parents[2]
-JOB_SCRIPT = ROOT / "plugins" / "module_utils" / "etcd_backup_job.py"
+JOB_PYTHONPATH = str(ROOT / "plugins" / "module_utils")
 T0 = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
 SMALL_KEYS = 3000
 BIG_KEYS = 40  # values larger than a bbolt page: leaf pages with overflow
@@ -256,8 +256,9 @@ def test_a_snapshot_spoiled_while_it_streams_into_s3_is_not_kept(etcd, bin_path,
 
 def run_job_cli(env: dict[str, str], argv: list[str] | None = None) -> tuple[int, dict]:
     """The Job's command, as a subprocess with only the given environment (plus PATH)."""
-    done = subprocess.run([sys.executable, str(JOB_SCRIPT), *(argv or [])], capture_output=True, text=True, timeout=300,
-                          env={"PATH": os.environ.get("PATH", ""), **env}, cwd="/")
+    done = subprocess.run([sys.executable, "-m", "karmada_operator.backup.job", *(argv or [])], capture_output=True,
+                          text=True, timeout=300,
+                          env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": JOB_PYTHONPATH, **env}, cwd="/")
     lines = done.stdout.splitlines()
     assert len(lines) == 1, (done.stdout, done.stderr)
     for secret in (env.get("AWS_SECRET_ACCESS_KEY"), env.get("AWS_ACCESS_KEY_ID")):
@@ -338,7 +339,7 @@ def test_wrong_s3_credentials_fail_before_etcd_is_touched(etcd, s3_server):
 def _restore_member_plans(etcd, snapshot_name: str, sha256: str, storage: dict, work: Path, members: int = 3,
                           bump: int = 1_000_000) -> tuple[dict, list[dict]]:
     """Member plans as etcd_restore.member_plan makes them, for loopback members under ``work``."""
-    from etcd_restore_plan import plan_restore
+    from karmada_operator.backup.restore_plan import plan_restore
 
     nodes = [etcd.new_node(f"seeded-{i}") for i in range(members)]
     staging = work / "staging"
@@ -359,7 +360,7 @@ def _restore_member_plans(etcd, snapshot_name: str, sha256: str, storage: dict, 
 
 
 def test_restore_job_seeds_three_members_that_start_with_every_key_and_the_revision_bumped(etcd, bin_path, tmp_path):
-    import etcd_restore_job as rjob
+    from karmada_operator.backup import restore_job as rjob
 
     store_root = tmp_path / "pvc"
     store_root.mkdir()
@@ -390,7 +391,7 @@ def test_restore_job_seeds_three_members_that_start_with_every_key_and_the_revis
 
 
 def test_restore_job_refuses_a_flipped_byte_and_a_member_that_has_data(etcd, bin_path, tmp_path):
-    import etcd_restore_job as rjob
+    from karmada_operator.backup import restore_job as rjob
 
     store_root = tmp_path / "pvc"
     store_root.mkdir()
@@ -419,7 +420,7 @@ def test_restore_job_refuses_a_snapshot_corrupted_before_it_was_stored(etcd, bin
     import hashlib
     import json
 
-    import etcd_restore_job as rjob
+    from karmada_operator.backup import restore_job as rjob
 
     store_root = tmp_path / "pvc"
     store_root.mkdir()

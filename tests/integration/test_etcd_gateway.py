@@ -6,10 +6,10 @@ import socket
 import threading
 from pathlib import Path
 
-import etcd_gateway
 import pytest
-from etcd_cluster_health import cluster_health
-from etcd_gateway import (
+
+from karmada_operator.etcd import gateway as etcd_gateway
+from karmada_operator.etcd.gateway import (
     EtcdClient,
     EtcdConfigError,
     EtcdLeaderChangedError,
@@ -19,7 +19,8 @@ from etcd_gateway import (
     EtcdUnavailableError,
     EtcdUnreachableError,
 )
-
+from karmada_operator.etcd.health import cluster_health
+from karmada_operator.tasks.etcd_health import report as etcd_health_report
 from support.etcd_cluster import free_port, load_module, make_certs, start_cluster
 
 
@@ -124,7 +125,7 @@ def test_gateway_error_mapping():
 
 
 def test_modules_report_errors_not_tracebacks(cluster):
-    health = load_module("etcd_health").run_module(
+    health = etcd_health_report(
         {"endpoints": [f"https://127.0.0.1:{free_port()}"], "timeout": 1}
     )
     assert not health["has_quorum"] and health["healthy_count"] == 0
@@ -165,12 +166,12 @@ def test_etcd_health_takes_the_client_certificate_as_pems_and_leaves_no_file(clu
     monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
     files = {"ca.crt": c.ca, "tls.crt": c.client_cert, "tls.key": c.client_key}
     pems = {k: Path(f).read_text() for k, f in files.items()}
-    health = load_module("etcd_health").run_module({"endpoints": cluster.endpoints(), "timeout": 5, "tls": pems})
+    health = etcd_health_report({"endpoints": cluster.endpoints(), "timeout": 5, "tls": pems})
     assert health["has_quorum"] and health["healthy_count"] == 1, health
     assert list(tmp_path.iterdir()) == []  # the key's directory is gone
     with pytest.raises(ValueError, match=r"tls: tls\.key missing"):
-        load_module("etcd_health").run_module({"endpoints": cluster.endpoints(), "tls": {**pems, "tls.key": ""}})
+        etcd_health_report({"endpoints": cluster.endpoints(), "tls": {**pems, "tls.key": ""}})
     assert list(tmp_path.iterdir()) == []
-    no_client_cert = load_module("etcd_health").run_module(  # the PEMs really are what is used
+    no_client_cert = etcd_health_report(  # the PEMs really are what is used
         {"endpoints": cluster.endpoints(), "timeout": 2, "tls": {**pems, "tls.crt": pems["ca.crt"]}})
     assert not no_client_cert["has_quorum"]

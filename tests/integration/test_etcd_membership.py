@@ -6,9 +6,10 @@ import threading
 import time
 
 import pytest
-from etcd_gateway import EtcdError, EtcdNotFoundError, Member
-from etcd_membership import EtcdMemberError
 
+from karmada_operator.etcd.gateway import EtcdError, EtcdNotFoundError, Member
+from karmada_operator.etcd.membership import EtcdMemberError
+from karmada_operator.tasks.etcd_health import report as etcd_health_report
 from support.etcd_cluster import EtcdTestCluster, load_module, make_certs, start_cluster
 
 
@@ -74,7 +75,7 @@ def test_scale_1_3_5_3_1_keeps_every_acknowledged_write(cluster_factory):
             assert len(voting(cluster)) == target
             time.sleep(0.5)
         # first removal: the leader itself, so leadership has to move away before it goes
-        health = load_module("etcd_health").run_module(cluster.conn_params())
+        health = etcd_health_report(cluster.conn_params())
         leader = next(m["name"] for m in health["members"] if m["leader"])
         removed = [cluster.remove_member(leader)]
         assert removed[0]["moved_leader"]
@@ -87,7 +88,7 @@ def test_scale_1_3_5_3_1_keeps_every_acknowledged_write(cluster_factory):
     finally:
         writer.stop.set()
         writer.join(timeout=30)
-    health = load_module("etcd_health").run_module(cluster.conn_params())
+    health = etcd_health_report(cluster.conn_params())
     assert health["has_quorum"] and health["healthy_count"] == 1 and health["member_count"] == 1
     stored = {kv.key: kv.value for kv in cluster.client().iter_prefix(b"w/")}
     assert len(writer.acked) > 50, "writer made too little progress to prove anything"
@@ -101,7 +102,6 @@ def test_scale_1_3_5_3_1_keeps_every_acknowledged_write(cluster_factory):
 def test_quorum_refusal_health_and_replace(cluster_factory):
     cluster = cluster_factory(3)
     member_module = load_module("etcd_member")
-    health_module = load_module("etcd_health")
     client = cluster.client()
     client.put("before", "replace")
     names = list(cluster.nodes)
@@ -119,7 +119,7 @@ def test_quorum_refusal_health_and_replace(cluster_factory):
 
     cluster.kill(victim)
     live = [cluster.nodes[n] for n in survivors]
-    health = health_module.run_module(cluster.conn_params())
+    health = etcd_health_report(cluster.conn_params())
     report = {m["name"]: m for m in health["members"]}
     assert health["has_quorum"] and health["healthy_count"] == 2 and health["member_count"] == 3
     assert not report[victim]["reachable"] and not report[victim]["healthy"] and report[victim]["error"]
@@ -138,7 +138,7 @@ def test_quorum_refusal_health_and_replace(cluster_factory):
     assert removed["changed"] and removed["member_id"]
     new = cluster.add_member()
     assert new.data_dir != cluster.stopped[-1].data_dir
-    health = health_module.run_module(cluster.conn_params())
+    health = etcd_health_report(cluster.conn_params())
     assert health["healthy"] and health["has_quorum"] and health["healthy_count"] == 3
     assert new.name in {m["name"] for m in health["members"]}
     assert cluster.client([new]).get("before", serializable=True) == b"replace"

@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 import pytest
-from etcd_cluster_health import cluster_health
-from etcd_gateway import EtcdError
-from etcd_replacement import Volume
-from etcd_scaling import bootstrap, scale
 
+from karmada_operator.etcd.gateway import EtcdError
+from karmada_operator.etcd.health import cluster_health
+from karmada_operator.etcd.replacement import Volume
+from karmada_operator.etcd.scaling import bootstrap, scale
 from support.etcd_cluster import EtcdTestCluster, make_certs
 from support.processes import stop_process
 

@@ -13,9 +13,9 @@ import threading
 import time
 
 import pytest
-from etcd_gateway import EtcdError
-from etcd_rollout import EtcdRolloutStopped, MemberRolled, roll
 
+from karmada_operator.etcd.gateway import EtcdError
+from karmada_operator.etcd.rollout import EtcdRolloutStopped, MemberRolled, roll
 from support.etcd_cluster import EtcdNode, EtcdTestCluster, make_certs
 
 STS = "karmada-etcd"

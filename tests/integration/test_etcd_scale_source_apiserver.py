@@ -5,10 +5,10 @@ deleted only in the incarnation meant, and a pod that never ran has no previous 
 from __future__ import annotations
 
 import pytest
-from etcd_replacement import RECORDS_ANNOTATION, Volume
-from etcd_scaling import KubeScaleSource, bootstrap
-from karmada_kube import Kube
 
+from karmada_operator.etcd.replacement import RECORDS_ANNOTATION, Volume
+from karmada_operator.etcd.scaling import KubeScaleSource, bootstrap
+from karmada_operator.kube.client import Kube
 from support import kube_apiserver
 
 NS = "etcd-source"

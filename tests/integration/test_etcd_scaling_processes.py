@@ -13,11 +13,11 @@ import threading
 import time
 
 import pytest
-from etcd_cluster_health import cluster_health
-from etcd_gateway import EtcdError
-from etcd_replacement import Volume
-from etcd_scaling import EtcdScaleStopped, apply_step, bootstrap, next_step, scale
 
+from karmada_operator.etcd.gateway import EtcdError
+from karmada_operator.etcd.health import cluster_health
+from karmada_operator.etcd.replacement import Volume
+from karmada_operator.etcd.scaling import EtcdScaleStopped, apply_step, bootstrap, next_step, scale
 from support.etcd_cluster import EtcdTestCluster, make_certs
 
 STS = "karmada-etcd"

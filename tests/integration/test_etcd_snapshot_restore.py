@@ -8,10 +8,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import etcd_snapshots
 import pytest
-from etcd_snapshots import EtcdSnapshotError, verify_snapshot
 
+from karmada_operator.etcd import snapshots as etcd_snapshots
+from karmada_operator.etcd.snapshots import EtcdSnapshotError, verify_snapshot
+from karmada_operator.tasks.etcd_health import report as etcd_health_report
 from support.etcd_cluster import load_module, make_certs, run_restore, start_cluster, start_restored
 
 KEYS = 100_000
@@ -106,7 +107,7 @@ def test_restore_into_new_three_member_cluster(source, bin_path, certs, tmp_path
         assert statuses[0].cluster_id != source["status"].cluster_id
         assert len({s.cluster_id for s in statuses}) == 1 and sum(s.is_leader for s in statuses) == 1
         assert client.put("after-restore", "x") == source_rev + BUMP + 1
-        health = load_module("etcd_health").run_module(restored.conn_params())
+        health = etcd_health_report(restored.conn_params())
         assert health["healthy"] and health["healthy_count"] == 3
         hashes = {client.hash_kv(url, source_rev + BUMP + 1)["hash"] for url in restored.endpoints()}
         assert len(hashes) == 1

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from karmada_kube import FIELD_MANAGER, Kube, KubeError
 
+from karmada_operator.kube.client import FIELD_MANAGER, Kube, KubeError
 from support import kube_apiserver
 from support.waiting import crds_established
 
@@ -131,7 +131,7 @@ def test_a_kind_the_server_does_not_serve_is_absent(kube):
 
 
 def test_list_follows_pages_and_selects_by_label(kube, server, monkeypatch):
-    import karmada_kube
+    from karmada_operator.kube import client as karmada_kube
 
     for i in range(5):
         kube.apply({"apiVersion": "v1", "kind": "ConfigMap",
@@ -195,7 +195,7 @@ def test_restore_leaves_what_it_creates_unowned(kube, operator_kube):
     garbage-collects the restored Karmada's volumes or CA. It runs as the operator's
     ServiceAccount with the operator's ClusterRole (a missing verb there once stopped every
     restore on the test bed); ``kube`` (admin) plays the proxy."""
-    from etcd_restore_controller import RestoreReconciler
+    from karmada_operator.backup.restore_controller import RestoreReconciler
 
     restore = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "EtcdRestore",
                "metadata": {"name": "move", "namespace": NS, "uid": "0b0c4b8e-1111-4222-8333-944455556666"}}
@@ -227,8 +227,8 @@ def test_a_failed_restore_wakes_the_karmada_that_waits_for_it(kube, operator_kub
     reconciles; a failed restore annotates it (the runtime watches annotation changes) so its
     status names the failure. One that already has an etcd is not touched. As the operator's
     ServiceAccount, on the real CRD."""
-    from etcd_restore import ANN_FAILED
-    from etcd_restore_controller import RestoreReconciler
+    from karmada_operator.backup.restore import ANN_FAILED
+    from karmada_operator.backup.restore_controller import RestoreReconciler
 
     server.kubectl("apply", "-f", str(ROOT / "config/crd/bases/operator.karmada.io_karmadadeployments.yaml"))
     crds_established(server.kubectl, ["karmadadeployments.operator.karmada.io"])

@@ -13,10 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import karmada_members as km
 import pytest
 import yaml
 
+from karmada_operator.members import plan as km
 from support import kube_apiserver
 from support.waiting import crds_established
 

@@ -3,15 +3,8 @@ returns the plan, and a spec the operator cannot act on fails with the spec path
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "plugins" / "module_utils"))
-
-import karmada_plan  # noqa: E402
-
-from support.ansible_adhoc import run_module  # noqa: E402
+from karmada_operator.plan import plan as karmada_plan
+from support.ansible_adhoc import run_module
 
 
 def test_plan_from_ansible_equals_the_library_plan(tmp_path):

@@ -15,9 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import karmada_plan
 import pytest
 
+from karmada_operator.plan import plan as karmada_plan
 from support import kube_apiserver
 from support.karmada_crds_server import serve
 

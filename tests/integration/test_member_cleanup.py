@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 
-import karmada_member_join as mj
 import pytest
 import yaml
-from karmada_kube import Kube
 
+from karmada_operator.kube.client import Kube
+from karmada_operator.members import join as mj
 from support import kube_apiserver
 
 

@@ -1,11 +1,11 @@
-"""Modules run in the task's worker (action_adapter.module_in_process_action), on a real
-kube-apiserver through real Ansible.
+"""Modules run in the task's worker, on a real kube-apiserver through real Ansible.
 
 karmada_k8s and karmada_k8s_info are kubernetes.core.k8s and k8s_info, the collection's own
-code, run without a new Python per task; our heavier modules (karmada_rollout, karmada_pki,
-etcd_*) go the same way. What must hold: the same answer as the module process gives, no
-module file written for them (no AnsiballZ), failures and check mode as the module has them.
-"""
+code, run without a new Python per task (runtime.adapter.module_in_process_action); ours
+(karmada_pki, karmada_private_file, ...) run their task's ``run(params)`` the same way
+(runtime.adapter.in_process_action). What must hold: the same answer as the module process
+gives, no module file written for them (no AnsiballZ), failures and check mode as the module
+has them."""
 
 from __future__ import annotations
 

@@ -120,10 +120,9 @@ def test_unreachable_external_etcd_gives_a_false_condition(cluster):
     answers at its endpoint. EtcdNotReady with the endpoint in the message; the operator lives."""
     import base64
 
-    from support.pki_fixtures import load_module_utils
+    from karmada_operator.pki import pki
 
     server, operator = cluster
-    pki = load_module_utils("karmada_pki")
     files = pki.reconcile_pki({"name": "ext", "namespace": "karmada-system",
                                "certificates": {"keyAlgorithm": "ECDSA", "keySize": 256}}).files
     data = {"ca.crt": files["etcd/ca.crt"], "tls.crt": files["apiserver-etcd-client.crt"],

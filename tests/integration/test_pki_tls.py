@@ -20,7 +20,8 @@ import pytest
 import requests
 import yaml
 
-from support.pki_fixtures import ROOT, EtcdCluster, KubeApiserver, TcpProxy, karmada_pki, pki_input, wait_until
+from karmada_operator.pki import pki as karmada_pki
+from support.pki_fixtures import ROOT, EtcdCluster, KubeApiserver, TcpProxy, pki_input, wait_until
 
 LB_DNS = "karmada.example.test"
 LB_IP = "127.0.0.2"
@@ -289,7 +290,6 @@ def run_module(args: dict, tmp_path: Path) -> dict:
     """Run the karmada_pki module through the real `ansible` ad-hoc runner; the host result as a dict."""
     env = os.environ | {
         "ANSIBLE_LIBRARY": str(ROOT / "plugins" / "modules"),
-        "ANSIBLE_MODULE_UTILS": str(ROOT / "plugins" / "module_utils"),
         "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
         "ANSIBLE_STDOUT_CALLBACK": "json",
         "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp"),

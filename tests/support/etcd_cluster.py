@@ -26,9 +26,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from etcd_gateway import EtcdClient, EtcdError
-from etcd_snapshots import verify_snapshot
-
+from karmada_operator.etcd.gateway import EtcdClient, EtcdError
+from karmada_operator.etcd.snapshots import verify_snapshot
 from support.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +60,7 @@ class EtcdCerts:
 
 def make_certs(directory: str | os.PathLike[str]) -> EtcdCerts:
     """Issue the etcd PKI with karmada_pki (ECDSA keys: fast) and write it in kubeadm layout."""
-    import karmada_pki
+    from karmada_operator.pki import pki as karmada_pki
 
     result = karmada_pki.reconcile_pki(
         {
@@ -329,33 +328,8 @@ def start_restored(
     return cluster
 
 
-def load_util(name: str) -> ModuleType:
-    """``plugins/module_utils/<name>.py``, also registered as ``ansible.module_utils.<name>``.
-
-    Loaded by path: ``etcd_restore_plan`` exists both as a module_util and as a module, and a
-    plain ``import etcd_restore_plan`` finds whichever directory comes first on sys.path.
-    """
-    key = f"ansible.module_utils.{name}"
-    if key in sys.modules:
-        return sys.modules[key]
-    path = ROOT / "plugins" / "module_utils" / f"{name}.py"
-    plain = sys.modules.get(name)
-    if plain is not None and Path(getattr(plain, "__file__", "")).resolve() == path:
-        module = plain  # same object as `import etcd_gateway`: exception classes compare equal
-    else:
-        module = _load_path(key, path)
-    sys.modules[key] = module
-    return module
-
-
-# The etcd module_utils, each after the ones it imports.
-ETCD_UTILS = ("etcd_gateway", "etcd_cluster_health", "etcd_membership", "etcd_snapshots", "etcd_restore_plan")
-
-
 def load_module(name: str) -> ModuleType:
-    """An Ansible module from plugins/modules, its ``ansible.module_utils.<x>`` imports resolving to ours."""
-    for util in ETCD_UTILS:
-        load_util(util)
+    """An Ansible module from plugins/modules (its imports of karmada_operator are plain ones)."""
     key = f"ansible_modules.{name}"
     return sys.modules.get(key) or _load_path(key, ROOT / "plugins" / "modules" / f"{name}.py")
 
@@ -396,7 +370,6 @@ __all__ = [
     "EtcdTestCluster",
     "free_port",
     "load_module",
-    "load_util",
     "make_certs",
     "start_cluster",
 ]

@@ -7,16 +7,13 @@ exit. The certificates come from ``karmada_pki`` written in kubeadm layout (``wr
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import requests
@@ -24,25 +21,6 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def load_module_utils(name: str) -> ModuleType:
-    """Import ``plugins/module_utils/<name>.py`` by path.
-
-    ``plugins/modules/karmada_pki.py`` (the Ansible module) has the same file name and conftest
-    puts ``plugins/modules`` earlier on sys.path, so a bare ``import karmada_pki`` may get the module.
-    """
-    loaded = sys.modules.get(name)
-    path = ROOT / "plugins" / "module_utils" / f"{name}.py"
-    if loaded is not None and Path(getattr(loaded, "__file__", "")) == path:
-        return loaded
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-karmada_pki = load_module_utils("karmada_pki")
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from applied_objects import (
+from karmada_operator.controlplane.crds import established_count
+from karmada_operator.kube.applied import (
     DIGEST_ANNOTATION,
     digest,
     is_subset,
@@ -13,7 +14,6 @@ from applied_objects import (
     unregistered_apiservices,
     with_digest,
 )
-from karmada_crds import established_count
 
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",

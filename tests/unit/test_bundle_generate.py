@@ -14,9 +14,10 @@ import importlib.util
 import json
 from pathlib import Path
 
-import karmada_components as kc
 import pytest
 import yaml
+
+from karmada_operator import components as kc
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("bundle_generate", ROOT / "hack" / "bundle" / "generate.py")

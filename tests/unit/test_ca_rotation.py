@@ -6,14 +6,14 @@ from __future__ import annotations
 import base64
 import datetime as dt
 
-import karmada_ca_rotation as rot
-import karmada_converged as kc
-import karmada_member_join as mj
 import pytest
 import yaml
 from cryptography import x509
 
-from support.pki_fixtures import karmada_pki as pki
+from karmada_operator.members import join as mj
+from karmada_operator.pki import ca_rotation as rot
+from karmada_operator.pki import pki
+from karmada_operator.plan import converged as kc
 from support.pki_fixtures import pki_input, signed_by
 
 NOW = dt.datetime(2026, 12, 2, 15, 0, tzinfo=dt.UTC)
@@ -337,7 +337,7 @@ def test_the_pki_module_input_is_checked():
 
 
 def test_the_kube_controller_manager_signs_with_the_single_signer_file():
-    import karmada_components as comps
+    from karmada_operator import components as comps
 
     kcm = comps.by_binary()["kube-controller-manager"]
     assert kcm.args["cluster-signing-cert-file"] == "{pki}/ca-signer.crt"

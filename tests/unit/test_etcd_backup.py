@@ -13,12 +13,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import etcd_backup as eb
-import etcd_backup_job as job
 import pytest
 import yaml
-from etcd_gateway import EtcdUnreachableError, Status
-from etcd_snapshots import EtcdSnapshotError, RevisionReader, _bolt_last_revision
+
+from karmada_operator.backup import backup as eb
+from karmada_operator.backup import job
+from karmada_operator.etcd.gateway import EtcdUnreachableError, Status
+from karmada_operator.etcd.snapshots import EtcdSnapshotError, RevisionReader, _bolt_last_revision
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 3, 10, 12, 0, 30, tzinfo=UTC)
@@ -594,7 +595,7 @@ mv "$out.part" "$out"
 
 
 def test_follow_hands_over_bytes_while_etcdctl_still_writes(tmp_path):
-    from etcd_snapshots import EtcdctlFollow
+    from karmada_operator.etcd.snapshots import EtcdctlFollow
 
     follow = EtcdctlFollow(slow_writer(tmp_path, 4, 0.3), "https://127.0.0.1:2379", tmp_path / "snap.db",
                            cacert="ca", cert="c", key="k", poll=0.01)
@@ -609,7 +610,7 @@ def test_follow_hands_over_bytes_while_etcdctl_still_writes(tmp_path):
 
 
 def test_follow_raises_with_etcdctls_last_line_when_it_fails(tmp_path):
-    from etcd_snapshots import EtcdctlFollow
+    from karmada_operator.etcd.snapshots import EtcdctlFollow
 
     follow = EtcdctlFollow(slow_writer(tmp_path, 2, 0.05, rc=3), "https://127.0.0.1:2379", tmp_path / "snap.db",
                            cacert="ca", cert="c", key="k", poll=0.01)

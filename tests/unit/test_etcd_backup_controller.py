@@ -7,11 +7,12 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import cr_pass
-import etcd_backup as eb
-import etcd_backup_controller as ctl
-import karmada_components
 import yaml
+
+from karmada_operator import components as karmada_components
+from karmada_operator.backup import backup as eb
+from karmada_operator.backup import controller as ctl
+from karmada_operator.runtime import cr_pass
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 3, 10, 12, 0, 30, tzinfo=UTC)
@@ -55,8 +56,9 @@ def test_the_job_mounts_only_what_a_pvc_run_reads_and_no_token():
         "ca.crt", "healthcheck-client.crt", "healthcheck-client.key"}  # not the server or peer keys
     (container,) = pod["containers"]
     assert container["image"] == "example/op:1"
-    assert container["command"] == ["python3", ctl.JOB_SCRIPT]
+    assert container["command"] == ["python3", "-m", "karmada_operator.backup.job"]
     env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["PYTHONPATH"] == "/opt/ansible/plugins/module_utils"
     assert json.loads(env["ETCD_BACKUP_PLAN"]) == json.loads(json.dumps(plan))
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert job["metadata"]["ownerReferences"][0]["uid"] == "bk-uid"
@@ -77,11 +79,13 @@ def test_the_job_for_s3_mounts_the_credentials_and_ca_and_no_volume():
     assert "BEGIN" not in env
 
 
-def test_the_job_script_path_is_where_the_image_keeps_our_plugins():
+def test_the_job_program_is_where_the_image_keeps_our_plugins():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "COPY plugins/ ${HOME}/plugins/" in dockerfile
-    assert ctl.JOB_SCRIPT == "/opt/ansible/plugins/module_utils/etcd_backup_job.py"  # HOME=/opt/ansible
-    assert (ROOT / "plugins/module_utils/etcd_backup_job.py").exists()
+    assert "ENV PYTHONPATH=${HOME}/plugins/module_utils" in dockerfile
+    assert ctl.JOB_PROGRAM["env"] == [{"name": "PYTHONPATH", "value": "/opt/ansible/plugins/module_utils"}]  # HOME
+    assert ctl.JOB_PROGRAM["command"] == ["python3", "-m", "karmada_operator.backup.job"]
+    assert (ROOT / "plugins/module_utils/karmada_operator/backup/job.py").exists()
     # the image carries etcdctl/etcdutl from etcd's image at the tag the operator deploys
     tag = re.search(r"ARG ETCD_IMAGE=registry\.k8s\.io/etcd:(\S+)", dockerfile).group(1)
     assert tag == karmada_components.DEFAULT_ETCD_TAG

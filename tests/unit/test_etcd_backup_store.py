@@ -9,9 +9,10 @@ import os
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
-import etcd_backup_store as store_lib
 import pytest
-from etcd_backup_store import (
+
+from karmada_operator.backup import store as store_lib
+from karmada_operator.backup.store import (
     IntegrityCheckFailed,
     InvalidStoreConfig,
     S3Credentials,

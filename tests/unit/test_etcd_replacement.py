@@ -1,9 +1,10 @@
 """Replacing a lost etcd member: which member lost its data (and which never did), which volume
 holds a removed member's data, the records, and the steps next_step takes from there."""
 
-import etcd_replacement as er
-import etcd_scaling as es
 import pytest
+
+from karmada_operator.etcd import replacement as er
+from karmada_operator.etcd import scaling as es
 
 STS = "karmada-etcd"
 PANIC = ('{"level":"panic","ts":"2026-12-02T10:45:38.762155Z","logger":"raft","caller":"v3@v3.6.0/log.go:324",'

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import etcd_restore as er
 import pytest
 import yaml
+
+from karmada_operator.backup import restore as er
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +104,8 @@ def test_the_job_mounts_its_member_volume_and_the_store_read_only():
     env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
     member_plan = json.loads(env["ETCD_RESTORE_PLAN"])
     assert member_plan["snapshot"]["sha256"] == "b" * 64 and member_plan["member"]["name"] == "dc2-etcd-0"
-    assert pod["containers"][0]["command"] == ["python3", "/opt/ansible/plugins/module_utils/etcd_restore_job.py"]
+    assert pod["containers"][0]["command"] == ["python3", "-m", "karmada_operator.backup.restore_job"]
+    assert env["PYTHONPATH"] == "/opt/ansible/plugins/module_utils"
 
 
 @pytest.mark.parametrize(("etcd", "reason"), [

@@ -12,10 +12,11 @@ import base64
 import socket
 from datetime import UTC, datetime, timedelta
 
-import etcd_backup as eb
-import etcd_restore_controller as ctl
 import yaml
-from karmada_kube import KubeError
+
+from karmada_operator.backup import backup as eb
+from karmada_operator.backup import restore_controller as ctl
+from karmada_operator.kube.client import KubeError
 
 NOW = datetime(2026, 3, 10, 12, 0, 0, tzinfo=UTC)
 NS = "site-b"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from support.etcd_cluster import load_module, load_util
+from karmada_operator.backup import restore_plan as plan_lib
+from support.etcd_cluster import load_module
 
-plan_lib = load_util("etcd_restore_plan")
 RestorePlanError = plan_lib.RestorePlanError
 
 

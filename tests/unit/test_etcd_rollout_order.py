@@ -1,8 +1,9 @@
 """The etcd rollout's decisions: which pod goes next (followers from the highest ordinal, the
 leader last), and the gate that must hold before any pod is deleted."""
 
-import etcd_rollout as er
 import pytest
+
+from karmada_operator.etcd import rollout as er
 
 STS = "karmada-etcd"
 NEW, OLD = "rev-new", "rev-old"

@@ -1,7 +1,8 @@
 """etcd scaling decisions: learners first, promotion, removal from the highest ordinal, refusals."""
 
-import etcd_scaling as es
 import pytest
+
+from karmada_operator.etcd import scaling as es
 
 STS = "karmada-etcd"
 

@@ -8,8 +8,9 @@ import importlib.util
 import re
 from pathlib import Path
 
-import karmada_plan as kp
 import yaml
+
+from karmada_operator.plan import plan as kp
 
 ROOT = Path(__file__).resolve().parents[2]
 

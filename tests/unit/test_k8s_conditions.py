@@ -1,7 +1,8 @@
 """Condition merging follows the Kubernetes convention."""
 
-import k8s_conditions as kc
 import pytest
+
+from karmada_operator.kube import conditions as kc
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"
 

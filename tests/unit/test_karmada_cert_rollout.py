@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from karmada_cert_rollout import PKI_HASH, SPEC_HASH, apiserver_pki_hash
+from karmada_operator.pki.cert_rollout import PKI_HASH, SPEC_HASH, apiserver_pki_hash
 
 
 def live(pki_hash: str, spec_hash: str | None) -> dict:

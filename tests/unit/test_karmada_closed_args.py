@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from karmada_components import closed_args, closed_args_used
+from karmada_operator.components import closed_args, closed_args_used
 
 CLOSED_ARGS = closed_args()
 

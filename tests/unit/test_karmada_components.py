@@ -13,12 +13,13 @@ import re
 import sys
 from pathlib import Path
 
-import karmada_components as kc
-import karmada_pki
-import karmada_plan as kp
 import pytest
-import role_templates
 import yaml
+
+from karmada_operator import components as kc
+from karmada_operator.pki import pki as karmada_pki
+from karmada_operator.plan import plan as kp
+from karmada_operator.runtime import templates as role_templates
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "roles" / "karmada_deployment" / "templates"
@@ -47,7 +48,7 @@ def widget_registry(monkeypatch):
 
 
 def render(template: str, **variables) -> list[dict]:
-    """As the role renders it (module_utils/role_templates.py)."""
+    """As the role renders it (module_utils/karmada_operator/runtime/templates.py)."""
     return role_templates.render_objects("karmada_deployment", [template], variables,
                                          {"karmada_mounts_hash": karmada_filters.secret_mounts_hash})
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 import datetime as dt
 
-import karmada_converged as kc
 import pytest
+
+from karmada_operator.plan import converged as kc
 
 NOW = dt.datetime(2026, 12, 2, 12, 0, tzinfo=dt.UTC)
 BUILD = "b1"

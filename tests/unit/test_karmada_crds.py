@@ -13,10 +13,10 @@ import socket
 import tarfile
 from pathlib import Path
 
-import karmada_crds
 import pytest
-from karmada_crds import CrdSourceError
 
+from karmada_operator.controlplane import crds as karmada_crds
+from karmada_operator.controlplane.crds import CrdSourceError
 from support.karmada_crds_server import build_tarball, crds_source, serve
 
 CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIBdummy\n-----END CERTIFICATE-----\n"

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from karmada_kube import Kube, KubeConfigError, _api_error, _secret_values, root_cause
+
+from karmada_operator.kube.client import Kube, KubeConfigError, _api_error, _secret_values, root_cause
 
 
 def kubeconfig(server: str, token: str = "t0ken-value-123", context: str = "c1") -> dict:
@@ -208,7 +209,7 @@ def test_root_cause_is_the_innermost_reason_in_one_line():
 
 def test_content_changed_ignores_status_and_server_bookkeeping():
     """Karmada's controllers write a Cluster's status every few seconds: that is not our change."""
-    import karmada_kube as kk
+    from karmada_operator.kube import client as kk
 
     before = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
               "metadata": {"name": "m1", "resourceVersion": "10", "labels": {"a": "1"},

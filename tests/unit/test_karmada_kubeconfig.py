@@ -1,6 +1,7 @@
-import karmada_kubeconfig as kk
 import pytest
 import yaml
+
+from karmada_operator.kube import kubeconfig as kk
 
 CONF = """apiVersion: v1
 kind: Config

@@ -5,11 +5,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 
-import karmada_member_join as mj
-import karmada_members as km
-import karmada_pki as pki
 import pytest
 import yaml
+
+from karmada_operator.members import join as mj
+from karmada_operator.members import plan as km
+from karmada_operator.pki import pki
 
 
 def test_push_cluster_object_carries_the_spec():

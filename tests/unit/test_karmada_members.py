@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import copy
 
-import karmada_members as km
 import pytest
+
+from karmada_operator.members import plan as km
 
 
 def member(name, **extra):

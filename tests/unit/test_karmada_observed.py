@@ -1,9 +1,10 @@
 from pathlib import Path
 
-import karmada_observed as ko
-import karmada_plan as kp
 import pytest
 import yaml
+
+from karmada_operator.kube import observed as ko
+from karmada_operator.plan import plan as kp
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = kp.build_plan(yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text()))

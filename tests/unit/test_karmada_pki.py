@@ -11,7 +11,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from support.pki_fixtures import karmada_pki, pki_input
+from karmada_operator.pki import pki as karmada_pki
+from support.pki_fixtures import pki_input
 
 PkiInputError = karmada_pki.PkiInputError
 SERVER_AUTH, CLIENT_AUTH = ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH
@@ -538,9 +539,7 @@ def test_write_pki_dir_layout(base, tmp_path):
 def test_aggregated_apiserver_cert_names_the_service_inside_karmada_system():
     """The aggregator in karmada-apiserver reaches the APIService through an ExternalName
     Service in karmada-system and checks the serving certificate against that name."""
-    from support.pki_fixtures import load_module_utils
-
-    pki = load_module_utils("karmada_pki")
+    from karmada_operator.pki import pki
     spec = pki.parse_spec({"namespace": "tenant-a", "name": "prod"})
     agg = next(p for p in pki.leaf_profiles(spec) if p.name == "karmada-aggregated-apiserver")
     assert "prod-aggregated-apiserver.karmada-system.svc" in agg.dns_names

@@ -2,9 +2,10 @@
 
 from pathlib import Path
 
-import karmada_plan as kp
 import pytest
 import yaml
+
+from karmada_operator.plan import plan as kp
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -139,7 +140,7 @@ def test_problems_name_the_field(change, field):
 
 
 def test_every_closed_arg_is_refused_and_named():
-    from karmada_components import closed_args
+    from karmada_operator.components import closed_args
 
     for key, closed in closed_args().items():
         for flag in closed:
@@ -163,7 +164,7 @@ def test_config_hash_is_stable_and_sensitive():
 
 
 def test_pki_input_is_accepted_by_the_pki_module():
-    import karmada_pki
+    from karmada_operator.pki import pki as karmada_pki
 
     plan = kp.build_plan(sample())
     params = plan["pki"]

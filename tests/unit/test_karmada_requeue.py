@@ -2,9 +2,9 @@
 
 from datetime import UTC, datetime
 
-import karmada_requeue as kr
 import pytest
 
+from karmada_operator.plan import requeue as kr
 from support.karmada_e2e import ROOT
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)

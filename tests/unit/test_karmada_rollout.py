@@ -1,7 +1,8 @@
 """The rollout gate's pure parts: when a Deployment counts as rolled out, which version runs."""
 
-import karmada_rollout as kr
 import pytest
+
+from karmada_operator.controlplane import rollout as kr
 
 
 def dep(generation=2, observed=2, replicas=2, updated=2, ready=2, available=2, conditions=()):
@@ -114,7 +115,7 @@ def step(**kw):
 
 
 def test_a_rolled_component_must_serve_through_karmada_apiserver():
-    from karmada_kube import KubeError
+    from karmada_operator.kube.client import KubeError
     pods = ["k-scheduler-abc-1"]
     lease = step(lease="karmada-system/karmada-scheduler")
     held = FakeKarmada({"karmada-system/karmada-scheduler": "k-scheduler-abc-1_0b1c"})

@@ -2,8 +2,9 @@
 
 from datetime import UTC, datetime
 
-import karmada_upgrade as ku
 import pytest
+
+from karmada_operator.plan import upgrade as ku
 
 NOW = datetime(2026, 12, 2, 4, 0, tzinfo=UTC)
 

@@ -12,13 +12,14 @@ import functools
 import sys
 from pathlib import Path
 
-import karmada_plan as kp
 import pytest
-import role_templates
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import add_all_plugin_dirs, init_plugin_loader
 from ansible.template import Templar
+
+from karmada_operator.plan import plan as kp
+from karmada_operator.runtime import templates as role_templates
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "plugins" / "filter"))

@@ -1,6 +1,6 @@
 """The status writer's merge patch makes status exactly what it computed, nested keys included."""
 
-import status_writer as sw
+from karmada_operator.runtime import status_writer as sw
 
 
 def apply_merge_patch(target, patch):

@@ -1,0 +1,5 @@
+"""Karmada-Operator's Python code: what the roles' tasks, the filter and inventory plugins and the
+backup and restore Jobs run. Layers, lowest first: ``task`` and ``components`` (no imports of
+ours), ``kube`` (the Kubernetes client), ``etcd``, ``pki``, ``controlplane``, ``plan``,
+``members``, ``runtime`` (the Ansible side), ``backup`` (the controllers of EtcdBackup and
+EtcdRestore, and the Jobs' programs). docs/architecture.md "The package"."""

@@ -1,0 +1,1 @@
+"""etcd itself: the JSON gateway client, health, membership, scaling, member replacement, rollouts, snapshots."""

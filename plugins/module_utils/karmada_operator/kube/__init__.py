@@ -1,0 +1,1 @@
+"""The Kubernetes side: the client (``client``), conditions, kubeconfigs, applied-object digests, pod state."""

@@ -1,0 +1,1 @@
+"""Member clusters: the member plan from the spec, joining and unjoining."""

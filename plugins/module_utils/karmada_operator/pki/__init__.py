@@ -1,0 +1,1 @@
+"""Certificates: the PKI a Karmada needs, CA rotation phases, leaf roll-outs."""

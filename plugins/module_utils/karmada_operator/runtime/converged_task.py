@@ -1,0 +1,90 @@
+"""The karmada_converged task: the fast-path check of a reconcile, or the record of what a full
+pass converged (the rules are in karmada_operator/plan/converged.py). plugins/modules/karmada_converged.py
+documents the options; plugins/action/karmada_converged.py runs this in the controller process
+(karmada_operator/runtime/adapter.py)."""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+from typing import Any
+
+from karmada_operator.kube.client import Kube, KubeConfigError, KubeError, root_cause
+from karmada_operator.pki.pki import PkiInputError, renewal_window
+from karmada_operator.plan.converged import OWNED_KINDS, decide, record, unready_members
+from karmada_operator.task import ModuleFailed
+
+ARGUMENT_SPEC: dict[str, Any] = {
+    "mode": {"type": "str", "choices": ["check", "record"], "required": True},
+    "cr": {"type": "dict", "required": True},
+    "namespace": {"type": "str", "required": True},
+    "selector": {"type": "str", "required": True},
+    "build": {"type": "str", "required": True},
+    "recheck_after": {"type": "int", "default": 3600},
+    "admin_kubeconfig_secret": {"type": "str"},
+    "certificates": {"type": "list", "elements": "dict", "default": []},
+    "server": {"type": "str", "default": ""},
+    "tls_server_name": {"type": "str", "default": ""},
+    "kubeconfig": {"type": "path"},
+}
+
+
+def owned(kube: Kube, namespace: str, selector: str) -> list[dict]:
+    objects = []
+    for api_version, kind in OWNED_KINDS:
+        for obj in kube.list(api_version, kind, namespace=namespace, label_selector=selector):
+            objects.append({"kind": kind, **obj})
+    return objects
+
+
+def service_ips(objects: list[dict]) -> dict[str, str]:
+    return {o["metadata"]["name"]: (o.get("spec") or {}).get("clusterIP") or ""
+            for o in objects if o["kind"] == "Service"}
+
+
+def members_check(kube: Kube, cr: dict, secret_name: str) -> str:
+    """Empty when every member's Cluster is Ready, else why not."""
+    converged = (cr.get("status") or {}).get("converged") or {}
+    secret = kube.get("v1", "Secret", secret_name, cr["metadata"]["namespace"])
+    text = base64.b64decode(((secret or {}).get("data") or {}).get("kubeconfig") or "").decode()
+    if not text:
+        return f"no admin kubeconfig in Secret {secret_name}"
+    try:
+        with Kube.from_kubeconfig(text, server=converged.get("server") or "",
+                                  tls_server_name=converged.get("tlsServerName") or "", timeout=10,
+                                  where=f"Secret {secret_name}") as karmada:
+            clusters = karmada.list("cluster.karmada.io/v1alpha1", "Cluster")
+    except (KubeError, KubeConfigError, OSError) as exc:
+        return f"karmada-apiserver not read: {root_cause(exc)}"
+    missing = unready_members(cr, clusters)
+    return f"members not Ready in karmada-apiserver: {', '.join(missing)}" if missing else ""
+
+
+def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> dict[str, Any]:
+    cr = p["cr"]
+    now = datetime.now(UTC)
+    try:
+        # The API server itself, not the runtime's cache: what the last pass applied must show.
+        with Kube.default(p.get("kubeconfig"), in_cluster_first=True) as kube:
+            objects = owned(kube, p["namespace"], p["selector"])
+            if p["mode"] == "check":
+                decision = decide(cr, objects, p["build"], now, float(p["recheck_after"]))
+                reason = decision.reason
+                if decision.converged and p.get("admin_kubeconfig_secret") and (cr.get("spec") or {}).get("members"):
+                    reason = members_check(kube, cr, p["admin_kubeconfig_secret"]) or reason
+                return {"changed": False, "converged": decision.converged and reason == decision.reason,
+                        "control_plane": decision.control_plane, "reason": reason,
+                        "service_ips": service_ips(objects)}
+            try:
+                window = renewal_window((cr.get("spec") or {}).get("certificates") or {})
+            except PkiInputError as exc:
+                raise ModuleFailed(str(exc)) from None
+            previous = ((cr.get("status") or {}).get("converged") or {}).get("fingerprint")
+            converged = record(cr, objects, p["build"], now, p.get("certificates") or [], window,
+                               p.get("server") or "", p.get("tls_server_name") or "")
+            kube.merge_patch(cr["apiVersion"], cr["kind"], cr["metadata"]["name"], {"status": {"converged": converged}},
+                             namespace=p["namespace"], subresource="status")
+    except (KubeError, KubeConfigError) as exc:
+        raise ModuleFailed(str(exc)) from None
+    return {"changed": converged["fingerprint"] != previous, "converged": True,
+            "reason": f"recorded the full pass at {converged['at']}", "renew_at": converged.get("renewAt", "")}
