@@ -37,8 +37,8 @@ for sub in ("plugins/module_utils", "tests", "benchmarks"):
 import yaml  # noqa: E402
 from bench_etcd import best, fill  # noqa: E402
 
-from karmada_operator.backup import backup as eb
 from karmada_operator.backup import job as backup_job
+from karmada_operator.backup import plan as eb_plan
 from karmada_operator.backup import restore_job
 from karmada_operator.backup.restore_plan import plan_restore
 from support.etcd_cluster import free_port, start_cluster  # noqa: E402
@@ -57,7 +57,7 @@ def backup_plan(cluster, s3, bucket: str) -> dict:
           "spec": {"karmadaDeploymentRef": {"name": kd["metadata"]["name"]}, "retention": {"maxBackups": 100},
                    "storage": {"s3": {"endpoint": s3.endpoint, "bucket": bucket, "prefix": "bench",
                                       "credentialsSecretRef": {"name": "unused"}}}}}
-    plan = eb.backup_plan(bk, kd)
+    plan = eb_plan.backup_plan(bk, kd)
     plan["etcd"]["endpoints"] = cluster.endpoints()
     c = cluster.certs
     plan["etcd"]["tls"].update(ca=c.ca, cert=c.client_cert, key=c.client_key)
@@ -125,7 +125,7 @@ def main() -> int:
         cluster.close()
 
     # --- restore into 3 members
-    storage = eb.storage_plan({"s3": {"endpoint": s3.endpoint, "bucket": bucket, "prefix": "bench",
+    storage = eb_plan.storage_plan({"s3": {"endpoint": s3.endpoint, "bucket": bucket, "prefix": "bench",
                                       "credentialsSecretRef": {"name": "unused"}}})
     members = [{"name": f"m{i}", "peer_url": f"https://127.0.0.1:{free_port()}",
                 "client_url": f"https://127.0.0.1:{free_port()}"} for i in range(MEMBERS)]

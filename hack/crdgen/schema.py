@@ -18,7 +18,7 @@ _MODULE_UTILS = str(Path(__file__).resolve().parents[2] / "plugins" / "module_ut
 if _MODULE_UTILS not in sys.path:
     sys.path.insert(0, _MODULE_UTILS)
 from karmada_operator import components as registry
-from karmada_operator.backup import backup as etcd_backup
+from karmada_operator.backup import plan as eb_plan
 from karmada_operator.pki import pki
 from karmada_operator.plan import plan as karmada_plan
 
@@ -838,7 +838,7 @@ def etcd_backup_spec() -> Schema:
             "suspend": s("Pause the schedule.", "boolean", default=False),
             "jobResources": {**resources(), "description": (
                 "Compute resources of the backup Job's container (default: "
-                f"{describe_resources(etcd_backup.DEFAULT_JOB_RESOURCES)}). Namespaces with a ResourceQuota need "
+                f"{describe_resources(eb_plan.DEFAULT_JOB_RESOURCES)}). Namespaces with a ResourceQuota need "
                 "requests and limits here.")},
             "retention": obj("How many backups to keep.", {
                 "maxBackups": s("Keep the newest N snapshots; older ones are deleted.", "integer", minimum=1,

@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from karmada_operator.backup import backup as eb
 from karmada_operator.backup import job
+from karmada_operator.backup import plan as eb_plan
+from karmada_operator.backup import runner as eb_runner
+from karmada_operator.backup import status as eb_status
 from karmada_operator.backup.store import SnapshotStore, VolumeStore
 from karmada_operator.etcd.snapshots import snapshot_revision, verify_snapshot
 from support.etcd_cluster import free_port, load_module, run_restore, start_cluster, start_restored
@@ -67,7 +69,7 @@ def make_plan(etcd, storage: dict, when: datetime = T0, max_backups: int = 7, na
           "metadata": {"name": name, "namespace": kd["metadata"]["namespace"], "uid": "bk-uid"},
           "spec": {"karmadaDeploymentRef": {"name": kd["metadata"]["name"]}, "storage": storage,
                    "retention": {"maxBackups": max_backups}}}
-    plan = eb.backup_plan(bk, kd, scheduled_time=when)
+    plan = eb_plan.backup_plan(bk, kd, scheduled_time=when)
     # the test etcd listens on loopback; the plan's in-cluster names would not resolve here
     plan["etcd"]["endpoints"] = endpoints if endpoints is not None else etcd.endpoints()
     plan["etcd"]["tls"].update(ca=etcd.certs.ca, cert=etcd.certs.client_cert, key=etcd.certs.client_key)
@@ -129,7 +131,7 @@ def test_backup_to_a_volume_is_verified_and_restores_with_etcdutl(etcd, bin_path
     (tmp_path / "pvc").mkdir()
     before = etcd.client().status(etcd.endpoints()[0]).revision
     store = job.open_store(plan, {})
-    result = eb.run_backup(plan, etcd.client(timeout=30), store)
+    result = eb_runner.run_backup(plan, etcd.client(timeout=30), store)
     info = result.snapshot
     path = tmp_path / "pvc" / "karmada" / "nightly-20260301T020000Z.db"
     assert info.name == path.name and info.location == f"pvc://etcd-backups/karmada/{path.name}"
@@ -143,7 +145,7 @@ def test_backup_to_a_volume_is_verified_and_restores_with_etcdutl(etcd, bin_path
     assert store.list() == [info] and VolumeStore(tmp_path / "pvc", "karmada").incomplete_files() == []
     assert restore_and_read(bin_path, etcd, path, tmp_path) == expected_keys()
     # the status the operator writes from it
-    status = eb.status_after({}, result.as_dict(), datetime.now(UTC), scheduled_time=T0, schedule="0 2 * * *")
+    status = eb_status.status_after({}, result.as_dict(), datetime.now(UTC), scheduled_time=T0, schedule="0 2 * * *")
     assert status["lastSuccessfulBackup"]["sha256"] == info.sha256
     assert status["lastSuccessfulBackup"]["revision"] == info.revision
     assert status["snapshots"][0]["name"] == path.name
@@ -168,7 +170,7 @@ def test_streamed_revision_matches_the_file_while_etcd_is_written_to(etcd, tmp_p
         revisions = []
         for n in range(3):
             plan = volume_plan(etcd, tmp_path / "pvc", when=T0 + timedelta(minutes=n))
-            result = eb.run_backup(plan, etcd.client(timeout=30), job.open_store(plan, {}))
+            result = eb_runner.run_backup(plan, etcd.client(timeout=30), job.open_store(plan, {}))
             path = tmp_path / "pvc" / "karmada" / result.snapshot.name
             assert result.snapshot.revision == snapshot_revision(path)
             low, high = result.member_revisions
@@ -241,8 +243,8 @@ def test_a_snapshot_spoiled_while_it_streams_into_s3_is_not_kept(etcd, bin_path,
     store = job.open_store(plan, s3_env(s3_server))
     staging = tmp_path / "staging"
     staging.mkdir()
-    with pytest.raises(eb.BackupFailed) as err:
-        eb.run_backup(plan, etcd.client(timeout=30), store, etcdctl=broken_etcdctl(bin_path, tmp_path, how),
+    with pytest.raises(eb_runner.BackupFailed) as err:
+        eb_runner.run_backup(plan, etcd.client(timeout=30), store, etcdctl=broken_etcdctl(bin_path, tmp_path, how),
                       staging_dir=str(staging))
     assert err.value.reason == reason, err.value
     if how == "cut":
@@ -283,18 +285,18 @@ def test_retention_keeps_the_newest_n_of_this_backup_only(etcd, s3_server, tmp_p
     # another EtcdBackup writing to the same place: retention must not touch its snapshot
     other = plan_at(0)
     other["snapshot"].update(name="weekly-20260101T000000Z.db", prefix="weekly")
-    eb.run_backup(other, etcd.client(timeout=30), open_store(other))
+    eb_runner.run_backup(other, etcd.client(timeout=30), open_store(other))
     results = []
     for n in range(1, 5):
         plan = plan_at(n)
-        results.append(eb.run_backup(plan, etcd.client(timeout=30), open_store(plan)))
+        results.append(eb_runner.run_backup(plan, etcd.client(timeout=30), open_store(plan)))
     last = results[-1]
     assert [s.name for s in last.kept] == ["nightly-20260301T060000Z.db", "nightly-20260301T050000Z.db"]
     assert [s.name for s in results[2].deleted] == ["nightly-20260301T030000Z.db"]
     assert [s.name for s in last.deleted] == ["nightly-20260301T040000Z.db"]
     names = sorted(s.name for s in open_store(plan_at(9)).list())
     assert names == ["nightly-20260301T050000Z.db", "nightly-20260301T060000Z.db", "weekly-20260101T000000Z.db"]
-    status = eb.status_after({}, last.as_dict(), datetime.now(UTC))
+    status = eb_status.status_after({}, last.as_dict(), datetime.now(UTC))
     assert [s["name"] for s in status["snapshots"]] == [s.name for s in last.kept]
 
 
@@ -308,8 +310,8 @@ def test_an_etcd_that_is_down_fails_clearly_and_lists_nothing(etcd, s3_server, t
     else:
         plan = volume_plan(etcd, tmp_path, endpoints=dead)
         store = job.open_store(plan, {})
-    with pytest.raises(eb.BackupFailed) as err:
-        eb.run_backup(plan, job.etcd_client(plan, timeout=2), store)
+    with pytest.raises(eb_runner.BackupFailed) as err:
+        eb_runner.run_backup(plan, job.etcd_client(plan, timeout=2), store)
     assert err.value.reason == "EtcdUnavailable"
     assert "no healthy etcd member" in str(err.value) and dead[0] in str(err.value)
     assert store.list() == []
@@ -366,7 +368,7 @@ def test_restore_job_seeds_three_members_that_start_with_every_key_and_the_revis
     store_root.mkdir()
     plan = volume_plan(etcd, store_root)
     with SnapshotStore_from(plan) as store:
-        result = eb.run_backup(plan, etcd.client(timeout=30), store, etcdctl=bin_path("etcdctl"),
+        result = eb_runner.run_backup(plan, etcd.client(timeout=30), store, etcdctl=bin_path("etcdctl"),
                                staging_dir=str(tmp_path))
         info = result.snapshot
         # counted at the snapshot's revision (other tests of this module add keys to the same etcd)
@@ -397,7 +399,7 @@ def test_restore_job_refuses_a_flipped_byte_and_a_member_that_has_data(etcd, bin
     store_root.mkdir()
     plan = volume_plan(etcd, store_root)
     with SnapshotStore_from(plan) as store:
-        info = eb.run_backup(plan, etcd.client(timeout=30), store).snapshot
+        info = eb_runner.run_backup(plan, etcd.client(timeout=30), store).snapshot
         data_file = store_root / "karmada" / info.name
         raw = bytearray(data_file.read_bytes())
         raw[len(raw) // 2] ^= 0x01
@@ -426,7 +428,7 @@ def test_restore_job_refuses_a_snapshot_corrupted_before_it_was_stored(etcd, bin
     store_root.mkdir()
     plan = volume_plan(etcd, store_root)
     with SnapshotStore_from(plan) as store:
-        info = eb.run_backup(plan, etcd.client(timeout=30), store).snapshot
+        info = eb_runner.run_backup(plan, etcd.client(timeout=30), store).snapshot
         folder = store_root / "karmada"
         raw = bytearray((folder / info.name).read_bytes())
         raw[len(raw) // 2] ^= 0x01

@@ -16,8 +16,12 @@ from zoneinfo import ZoneInfo
 import pytest
 import yaml
 
-from karmada_operator.backup import backup as eb
 from karmada_operator.backup import job
+from karmada_operator.backup import lease as eb_lease
+from karmada_operator.backup import plan as eb_plan
+from karmada_operator.backup import runner as eb_runner
+from karmada_operator.backup import schedule as eb_schedule
+from karmada_operator.backup import status as eb_status
 from karmada_operator.etcd.gateway import EtcdUnreachableError, Status
 from karmada_operator.etcd.snapshots import EtcdSnapshotError, RevisionReader, _bolt_last_revision
 
@@ -48,7 +52,7 @@ def utc(*args):
 
 def test_plan_for_local_etcd_dials_each_member_with_the_etcd_healthcheck_client():
     kd = karmada()
-    plan = eb.backup_plan(backup(), kd, scheduled_time=utc(2026, 1, 1, 2, 0))
+    plan = eb_plan.backup_plan(backup(), kd, scheduled_time=utc(2026, 1, 1, 2, 0))
     name, ns = kd["metadata"]["name"], kd["metadata"]["namespace"]
     etcd = plan["etcd"]
     assert etcd["mode"] == "local"
@@ -64,7 +68,7 @@ def test_plan_for_local_etcd_dials_each_member_with_the_etcd_healthcheck_client(
                               "karmadaVersion": kd["spec"].get("karmadaVersion") or "v1.18.2"}
     assert plan["retention"] == {"maxBackups": 7}
     assert plan["storage"] == {"type": "pvc", "spec": {"pvc": {"claimName": "etcd-backups", "subPath": "karmada"}},
-                               "claimName": "etcd-backups", "mountPath": eb.VOLUME_MOUNT}
+                               "claimName": "etcd-backups", "mountPath": eb_plan.VOLUME_MOUNT}
     assert plan["lock"] == {"namespace": ns, "name": f"{name}-etcd-backup"}
     assert plan["jobName"] == "nightly-202601010200"
     json.dumps(plan)  # handed to the Job as JSON
@@ -74,29 +78,29 @@ def test_plan_reports_the_running_karmada_version_and_external_etcd_tls_secret()
     kd = karmada(etcd={"external": {"endpoints": ["https://etcd-a.example:2379", "https://etcd-b.example:2379"],
                                     "tlsSecretRef": {"name": "ext-etcd-tls"}}})
     kd["status"] = {"karmadaVersion": "v1.17.0"}
-    plan = eb.backup_plan(backup(), kd, now=NOW)
+    plan = eb_plan.backup_plan(backup(), kd, now=NOW)
     assert plan["etcd"]["endpoints"] == ["https://etcd-a.example:2379", "https://etcd-b.example:2379"]
     assert plan["etcd"]["tls"]["secretName"] == "ext-etcd-tls"
     assert [i["key"] for i in plan["etcd"]["tls"]["items"]] == ["ca.crt", "tls.crt", "tls.key"]
     assert plan["source"]["karmadaVersion"] == "v1.17.0"
-    assert plan["lock"]["name"].startswith(eb.LEASE_PREFIX)
+    assert plan["lock"]["name"].startswith(eb_lease.LEASE_PREFIX)
     # the same etcd, its endpoints in another order: the same lock
     kd2 = karmada(etcd={"external": {"endpoints": ["https://etcd-b.example:2379/", "https://ETCD-A.example:2379"],
                                      "tlsSecretRef": {"name": "x"}}})
-    assert eb.backup_plan(backup(), kd2, now=NOW)["lock"] == plan["lock"]
+    assert eb_plan.backup_plan(backup(), kd2, now=NOW)["lock"] == plan["lock"]
 
 
 def test_plan_for_s3_names_the_secrets_to_mount_and_never_their_values():
     s3 = {"endpoint": "https://s3.example", "bucket": "bkt", "prefix": "karmada", "region": "eu-1",
           "credentialsSecretRef": {"name": "s3-creds"}, "caSecretRef": {"name": "s3-ca", "key": "bundle.pem"}}
-    plan = eb.backup_plan(backup(storage={"s3": s3}), karmada(), now=NOW)
+    plan = eb_plan.backup_plan(backup(storage={"s3": s3}), karmada(), now=NOW)
     st = plan["storage"]
     assert st["type"] == "s3"
     assert st["spec"] == {"s3": {"endpoint": "https://s3.example", "bucket": "bkt", "prefix": "karmada",
                                  "region": "eu-1"}}
     assert st["credentials"]["secretName"] == "s3-creds"
     assert st["caBundle"] == {"secretName": "s3-ca", "items": [{"key": "bundle.pem", "path": "ca.crt"}],
-                              "mountPath": eb.S3_CA_DIR, "file": f"{eb.S3_CA_DIR}/ca.crt"}
+                              "mountPath": eb_plan.S3_CA_DIR, "file": f"{eb_plan.S3_CA_DIR}/ca.crt"}
 
 
 @pytest.mark.parametrize("change,field,reason", [
@@ -110,40 +114,40 @@ def test_plan_for_s3_names_the_secrets_to_mount_and_never_their_values():
      "InvalidSpec"),
 ])
 def test_plan_refuses_bad_input_naming_the_field_and_reason(change, field, reason):
-    with pytest.raises(eb.BackupPlanError) as err:
-        eb.backup_plan(backup(**change), karmada(), now=NOW)
+    with pytest.raises(eb_plan.BackupPlanError) as err:
+        eb_plan.backup_plan(backup(**change), karmada(), now=NOW)
     assert err.value.field == field
     assert err.value.reason == reason
 
 
 def test_plan_without_the_karmada_deployment_or_while_it_is_deleted():
-    with pytest.raises(eb.BackupPlanError) as err:
-        eb.backup_plan(backup(), None, now=NOW)
+    with pytest.raises(eb_plan.BackupPlanError) as err:
+        eb_plan.backup_plan(backup(), None, now=NOW)
     assert err.value.reason == "KarmadaDeploymentNotFound"
     assert "karmada-system/karmada not found" in str(err.value)
     kd = karmada()
     kd["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    with pytest.raises(eb.BackupPlanError) as err:
-        eb.backup_plan(backup(), kd, now=NOW)
+    with pytest.raises(eb_plan.BackupPlanError) as err:
+        eb_plan.backup_plan(backup(), kd, now=NOW)
     assert err.value.reason == "KarmadaDeploymentDeleting"
 
 
 def test_plan_surfaces_a_broken_karmada_deployment_as_its_own_reason():
     kd = karmada(etcd={"local": {"replicas": 2}})
-    with pytest.raises(eb.BackupPlanError) as err:
-        eb.backup_plan(backup(), kd, now=NOW)
+    with pytest.raises(eb_plan.BackupPlanError) as err:
+        eb_plan.backup_plan(backup(), kd, now=NOW)
     assert err.value.reason == "InvalidKarmadaDeployment"
     assert "spec.etcd.local.replicas" in err.value.field
 
 
 def test_job_names_are_per_minute_and_fit_a_label():
-    assert eb.job_name("nightly", utc(2026, 5, 1, 3, 4, 59)) == "nightly-202605010304"
+    assert eb_plan.job_name("nightly", utc(2026, 5, 1, 3, 4, 59)) == "nightly-202605010304"
     # on demand: a retry within the same minute gets its own Job
-    assert eb.job_name("nightly", utc(2026, 5, 1, 3, 4, 59), seconds=True) == "nightly-20260501030459"
-    assert len(eb.job_name("b" * 63, utc(2026, 5, 1, 3, 4), seconds=True)) <= 63
-    long = eb.job_name("b" * 63, utc(2026, 5, 1, 3, 4))
+    assert eb_plan.job_name("nightly", utc(2026, 5, 1, 3, 4, 59), seconds=True) == "nightly-20260501030459"
+    assert len(eb_plan.job_name("b" * 63, utc(2026, 5, 1, 3, 4), seconds=True)) <= 63
+    long = eb_plan.job_name("b" * 63, utc(2026, 5, 1, 3, 4))
     assert len(long) <= 63 and long.endswith("-202605010304")
-    assert long != eb.job_name("b" * 62 + "c", utc(2026, 5, 1, 3, 4))
+    assert long != eb_plan.job_name("b" * 62 + "c", utc(2026, 5, 1, 3, 4))
 
 
 # --------------------------------------------------------------------------- schedule
@@ -170,11 +174,11 @@ def test_job_names_are_per_minute_and_fit_a_label():
     ("@annually", utc(2026, 1, 15), utc(2027, 1, 1)),
 ])
 def test_next_run_in_utc(cron, after, expected):
-    assert eb.next_run(cron, None, after) == expected
+    assert eb_schedule.next_run(cron, None, after) == expected
 
 
 def test_next_run_of_a_schedule_that_never_fires_is_none():
-    assert eb.next_run("0 0 30 2 *", "UTC", utc(2026, 1, 1)) is None
+    assert eb_schedule.next_run("0 0 30 2 *", "UTC", utc(2026, 1, 1)) is None
 
 
 @pytest.mark.parametrize("bad", ["", "* * * *", "* * * * * *", "60 * * * *", "* 24 * * *", "* * 0 * *",
@@ -182,37 +186,37 @@ def test_next_run_of_a_schedule_that_never_fires_is_none():
                                  "a b c d e", "0 0 * JANUARY *"])
 def test_parse_schedule_refuses_what_the_crd_refuses(bad):
     with pytest.raises(ValueError):
-        eb.parse_schedule(bad)
+        eb_schedule.parse_schedule(bad)
 
 
 def test_time_zone_wall_clock():
     # 02:00 in Berlin in winter is 01:00 UTC, in summer 00:00 UTC
-    assert eb.next_run("0 2 * * *", "Europe/Berlin", utc(2026, 1, 10)) == utc(2026, 1, 10, 1)
-    assert eb.next_run("0 2 * * *", "Europe/Berlin", utc(2026, 7, 10)) == utc(2026, 7, 11, 0)
-    assert eb.next_run("30 9 * * *", "Asia/Kolkata", utc(2026, 1, 1)) == utc(2026, 1, 1, 4, 0)
+    assert eb_schedule.next_run("0 2 * * *", "Europe/Berlin", utc(2026, 1, 10)) == utc(2026, 1, 10, 1)
+    assert eb_schedule.next_run("0 2 * * *", "Europe/Berlin", utc(2026, 7, 10)) == utc(2026, 7, 11, 0)
+    assert eb_schedule.next_run("30 9 * * *", "Asia/Kolkata", utc(2026, 1, 1)) == utc(2026, 1, 1, 4, 0)
 
 
 def test_spring_forward_skips_the_missing_wall_time():
     # Europe/Berlin 2026-03-29: 02:00 -> 03:00; 02:30 does not exist that day
-    assert eb.next_run("30 2 * * *", "Europe/Berlin", utc(2026, 3, 28, 12)) == utc(2026, 3, 30, 0, 30)
+    assert eb_schedule.next_run("30 2 * * *", "Europe/Berlin", utc(2026, 3, 28, 12)) == utc(2026, 3, 30, 0, 30)
     # an hourly schedule goes from 01:00 CET straight to 03:00 CEST
-    assert eb.next_run("0 * * * *", "Europe/Berlin", utc(2026, 3, 29, 0, 0)) == utc(2026, 3, 29, 1, 0)
+    assert eb_schedule.next_run("0 * * * *", "Europe/Berlin", utc(2026, 3, 29, 0, 0)) == utc(2026, 3, 29, 1, 0)
 
 
 def test_fall_back_runs_the_repeated_wall_time_once():
     # Europe/Berlin 2026-10-25: 03:00 CEST -> 02:00 CET; 02:30 happens twice
-    first = eb.next_run("30 2 * * *", "Europe/Berlin", utc(2026, 10, 24, 12))
+    first = eb_schedule.next_run("30 2 * * *", "Europe/Berlin", utc(2026, 10, 24, 12))
     assert first == utc(2026, 10, 25, 0, 30)  # 02:30 CEST
-    assert eb.next_run("30 2 * * *", "Europe/Berlin", first) == utc(2026, 10, 26, 1, 30)  # not 02:30 CET
+    assert eb_schedule.next_run("30 2 * * *", "Europe/Berlin", first) == utc(2026, 10, 26, 1, 30)  # not 02:30 CET
     # every 30 minutes across the change: the repeated hour is not run twice
     ticks, t = [], utc(2026, 10, 24, 23, 59)
     for _ in range(5):
-        t = eb.next_run("*/30 * * * *", "Europe/Berlin", t)
+        t = eb_schedule.next_run("*/30 * * * *", "Europe/Berlin", t)
         ticks.append(t.astimezone(ZoneInfo("Europe/Berlin")).strftime("%H:%M%z"))
     assert ticks == ["02:00+0200", "02:30+0200", "03:00+0100", "03:30+0100", "04:00+0100"]
     # asked from inside the second 02:xx, the next tick is still after it
     second = datetime(2026, 10, 25, 2, 40, tzinfo=ZoneInfo("Europe/Berlin"), fold=1)
-    assert eb.next_run("*/30 * * * *", "Europe/Berlin", second) == utc(2026, 10, 25, 2, 0)
+    assert eb_schedule.next_run("*/30 * * * *", "Europe/Berlin", second) == utc(2026, 10, 25, 2, 0)
 
 
 CRONS = ["0 2 * * *", "*/15 0-6,22-23/2 1,15 JAN-MAR mon-fri", "59 23 31 12 6", "5/10 * * * SUN", "@weekly",
@@ -224,7 +228,7 @@ CRONS = ["0 2 * * *", "*/15 0-6,22-23/2 1,15 JAN-MAR mon-fri", "59 23 31 12 6", 
 def test_the_evaluator_accepts_exactly_what_the_crd_accepts(cron):
     crd_accepts = bool(re.fullmatch(crd_schema().CRON, cron))
     try:
-        eb.parse_schedule(cron)
+        eb_schedule.parse_schedule(cron)
         ours = True
     except ValueError:
         ours = False
@@ -232,22 +236,22 @@ def test_the_evaluator_accepts_exactly_what_the_crd_accepts(cron):
 
 
 def test_time_zone_pattern_is_the_crds():
-    assert f"^{eb.TIME_ZONE_PATTERN}$" == crd_schema().TIME_ZONE
+    assert f"^{eb_schedule.TIME_ZONE_PATTERN}$" == crd_schema().TIME_ZONE
 
 
 def test_zone_names():
-    assert eb.zone("") == ZoneInfo("UTC")
-    assert eb.zone("America/Argentina/Buenos_Aires") == ZoneInfo("America/Argentina/Buenos_Aires")
+    assert eb_schedule.zone("") == ZoneInfo("UTC")
+    assert eb_schedule.zone("America/Argentina/Buenos_Aires") == ZoneInfo("America/Argentina/Buenos_Aires")
     for bad in ("Local/../../etc/passwd", "/etc/localtime", "Nowhere/City"):
         with pytest.raises(ValueError):
-            eb.zone(bad)
+            eb_schedule.zone(bad)
 
 
 def test_a_new_schedule_waits_for_its_first_tick():
     created = utc(2026, 1, 1, 1, 30)
-    d = eb.due("0 2 * * *", None, None, utc(2026, 1, 1, 1, 45), created=created)
+    d = eb_schedule.due("0 2 * * *", None, None, utc(2026, 1, 1, 1, 45), created=created)
     assert not d.run and d.next_time == utc(2026, 1, 1, 2)
-    d = eb.due("0 2 * * *", None, None, utc(2026, 1, 1, 2, 0, 5), created=created)
+    d = eb_schedule.due("0 2 * * *", None, None, utc(2026, 1, 1, 2, 0, 5), created=created)
     assert d.run and d.scheduled_time == utc(2026, 1, 1, 2) and d.missed == 0
     assert d.next_time == utc(2026, 1, 2, 2)
 
@@ -255,34 +259,34 @@ def test_a_new_schedule_waits_for_its_first_tick():
 def test_missed_ticks_run_once_for_the_latest():
     last = utc(2026, 1, 1, 2)
     now = utc(2026, 1, 4, 9)  # the operator was down for three days
-    d = eb.due("0 2 * * *", None, last, now)
+    d = eb_schedule.due("0 2 * * *", None, last, now)
     assert d.run and d.scheduled_time == utc(2026, 1, 4, 2) and d.missed == 2
     assert d.next_time == utc(2026, 1, 5, 2)
     # after that run lastScheduleTime is the tick: nothing more is due
-    assert not eb.due("0 2 * * *", None, d.scheduled_time, now).run
+    assert not eb_schedule.due("0 2 * * *", None, d.scheduled_time, now).run
 
 
 def test_every_minute_after_a_week_down_is_cheap_and_runs_once():
     started = time.monotonic()
-    d = eb.due("* * * * *", None, utc(2026, 1, 1), utc(2026, 1, 8, 0, 0, 30))
+    d = eb_schedule.due("* * * * *", None, utc(2026, 1, 1), utc(2026, 1, 8, 0, 0, 30))
     assert time.monotonic() - started < 2
     assert d.run and d.scheduled_time == utc(2026, 1, 8) and d.missed == 1000  # counted up to 1000
 
 
 def test_suspend_and_starting_deadline():
     last, now = utc(2026, 1, 1, 2), utc(2026, 1, 2, 5)
-    d = eb.due("0 2 * * *", None, last, now, suspend=True)
+    d = eb_schedule.due("0 2 * * *", None, last, now, suspend=True)
     assert not d.run and d.next_time == utc(2026, 1, 3, 2)
-    d = eb.due("0 2 * * *", None, last, now, starting_deadline=timedelta(hours=1))
+    d = eb_schedule.due("0 2 * * *", None, last, now, starting_deadline=timedelta(hours=1))
     assert not d.run and d.too_late and d.scheduled_time == utc(2026, 1, 2, 2)
-    assert eb.due("0 2 * * *", None, last, now, starting_deadline=timedelta(hours=4)).run
+    assert eb_schedule.due("0 2 * * *", None, last, now, starting_deadline=timedelta(hours=4)).run
 
 
 def test_due_in_a_time_zone_across_spring_forward():
     # 02:30 Berlin is skipped on 2026-03-29: no run that day, the next is 30 March
     last = utc(2026, 3, 28, 1, 30)
-    assert not eb.due("30 2 * * *", "Europe/Berlin", last, utc(2026, 3, 29, 12)).run
-    d = eb.due("30 2 * * *", "Europe/Berlin", last, utc(2026, 3, 30, 0, 31))
+    assert not eb_schedule.due("30 2 * * *", "Europe/Berlin", last, utc(2026, 3, 29, 12)).run
+    d = eb_schedule.due("30 2 * * *", "Europe/Berlin", last, utc(2026, 3, 30, 0, 31))
     assert d.run and d.scheduled_time == utc(2026, 3, 30, 0, 30)
 
 
@@ -292,34 +296,34 @@ def test_due_in_a_time_zone_across_spring_forward():
 def test_lease_decisions():
     holder = "karmada-system/nightly/nightly-202601010200"
     now = utc(2026, 1, 1, 2)
-    assert eb.lease_decision(None, holder, now).action == "create"
-    assert eb.lease_decision({"spec": {}}, holder, now).action == "take"
-    mine = {"spec": eb.lease_spec(holder, now, 600)}
-    assert eb.lease_decision(mine, holder, now).action == "renew"
-    other = {"spec": eb.lease_spec("karmada-system/hourly/hourly-202601010200", now, 600)}
-    d = eb.lease_decision(other, holder, now + timedelta(seconds=599))
+    assert eb_lease.lease_decision(None, holder, now).action == "create"
+    assert eb_lease.lease_decision({"spec": {}}, holder, now).action == "take"
+    mine = {"spec": eb_lease.lease_spec(holder, now, 600)}
+    assert eb_lease.lease_decision(mine, holder, now).action == "renew"
+    other = {"spec": eb_lease.lease_spec("karmada-system/hourly/hourly-202601010200", now, 600)}
+    d = eb_lease.lease_decision(other, holder, now + timedelta(seconds=599))
     assert d.action == "wait" and not d.acquired and d.expires == now + timedelta(seconds=600)
-    assert eb.lease_decision(other, holder, now + timedelta(seconds=600)).action == "take"
+    assert eb_lease.lease_decision(other, holder, now + timedelta(seconds=600)).action == "take"
 
 
 def test_lease_spec_counts_transitions_and_release_only_frees_our_own():
     holder, other = "ns/a/job-1", "ns/b/job-2"
     t0 = utc(2026, 1, 1)
-    first = {"spec": eb.lease_spec(holder, t0)}
+    first = {"spec": eb_lease.lease_spec(holder, t0)}
     assert first["spec"]["leaseTransitions"] == 0 and first["spec"]["leaseDurationSeconds"] == 3600
     assert first["spec"]["renewTime"] == "2026-01-01T00:00:00.000000Z"
-    renewed = {"spec": eb.lease_spec(holder, t0 + timedelta(minutes=5), previous=first)}
+    renewed = {"spec": eb_lease.lease_spec(holder, t0 + timedelta(minutes=5), previous=first)}
     assert renewed["spec"]["acquireTime"] == first["spec"]["acquireTime"]
     assert renewed["spec"]["leaseTransitions"] == 0
-    taken = eb.lease_spec(other, t0 + timedelta(hours=2), previous=renewed)
+    taken = eb_lease.lease_spec(other, t0 + timedelta(hours=2), previous=renewed)
     assert taken["leaseTransitions"] == 1 and taken["holderIdentity"] == other
-    assert eb.lease_release(renewed, other) is None
-    assert eb.lease_release(renewed, holder)["holderIdentity"] is None
+    assert eb_lease.lease_release(renewed, other) is None
+    assert eb_lease.lease_release(renewed, holder)["holderIdentity"] is None
 
 
 def test_lease_holder_names_the_backup_and_the_job():
-    plan = eb.backup_plan(backup(), karmada(), scheduled_time=utc(2026, 1, 1, 2))
-    assert eb.lease_holder(plan) == "karmada-system/nightly/nightly-202601010200"
+    plan = eb_plan.backup_plan(backup(), karmada(), scheduled_time=utc(2026, 1, 1, 2))
+    assert eb_lease.lease_holder(plan) == "karmada-system/nightly/nightly-202601010200"
 
 
 # --------------------------------------------------------------------------- member choice
@@ -333,16 +337,16 @@ def test_choose_member_prefers_the_most_recent_healthy_voter_and_spares_the_lead
     a = status("https://a:2379", 1, 100)  # leader
     b = status("https://b:2379", 2, 100)
     c = status("https://c:2379", 3, 99)
-    assert eb.choose_member([a, b, c]).endpoint == "https://b:2379"
-    assert eb.choose_member([a, c]).endpoint == "https://a:2379"
+    assert eb_runner.choose_member([a, b, c]).endpoint == "https://b:2379"
+    assert eb_runner.choose_member([a, c]).endpoint == "https://a:2379"
     learner = status("https://d:2379", 4, 200, learner=True)
     alarmed = status("https://e:2379", 5, 300, errors=["memberID:5 alarm:NOSPACE"])
-    assert eb.choose_member([learner, alarmed, c]).endpoint == "https://c:2379"
+    assert eb_runner.choose_member([learner, alarmed, c]).endpoint == "https://c:2379"
 
 
 def test_choose_member_without_a_healthy_one_says_why():
-    with pytest.raises(eb.BackupFailed) as err:
-        eb.choose_member([EtcdUnreachableError("cannot connect to etcd at https://a:2379"),
+    with pytest.raises(eb_runner.BackupFailed) as err:
+        eb_runner.choose_member([EtcdUnreachableError("cannot connect to etcd at https://a:2379"),
                           status("https://b:2379", 2, 5, leader=0, errors=["etcdserver: no leader"])])
     assert err.value.reason == "EtcdUnavailable"
     assert "https://a:2379" in str(err.value) and "no leader" in str(err.value)
@@ -365,7 +369,7 @@ def result_line(name="nightly-20260101T020000Z.db", kept=None, deleted=(), reten
 
 def test_status_after_success():
     now = utc(2026, 1, 1, 2, 0, 3)
-    st = eb.status_after({"phase": "Running"}, result_line(deleted=["nightly-20251230T020000Z.db"]), now,
+    st = eb_status.status_after({"phase": "Running"}, result_line(deleted=["nightly-20251230T020000Z.db"]), now,
                          generation=3, schedule="0 2 * * *", scheduled_time=utc(2026, 1, 1, 2))
     assert st["phase"] == "Succeeded"
     assert st["lastScheduleTime"] == "2026-01-01T02:00:00Z"
@@ -384,7 +388,7 @@ def test_status_after_success():
 
 
 def test_status_after_a_retention_error_keeps_the_backup_good():
-    st = eb.status_after({}, result_line(retention_error="s3://b: deleting: AccessDenied"), NOW)
+    st = eb_status.status_after({}, result_line(retention_error="s3://b: deleting: AccessDenied"), NOW)
     conds = {c["type"]: c for c in st["conditions"]}
     assert st["phase"] == "Succeeded" and conds["Ready"]["status"] == "True"
     assert conds["RetentionApplied"]["status"] == "False"
@@ -392,9 +396,9 @@ def test_status_after_a_retention_error_keeps_the_backup_good():
 
 
 def test_status_after_failure_keeps_the_last_success_and_names_the_reason():
-    before = eb.status_after({}, result_line(), NOW)
-    failed = eb.status_after(before, None, NOW + timedelta(days=1), generation=4,
-                             error=eb.BackupFailed("no healthy etcd member", "EtcdUnavailable"))
+    before = eb_status.status_after({}, result_line(), NOW)
+    failed = eb_status.status_after(before, None, NOW + timedelta(days=1), generation=4,
+                             error=eb_runner.BackupFailed("no healthy etcd member", "EtcdUnavailable"))
     assert failed["phase"] == "Failed"
     assert failed["lastSuccessfulBackup"] == before["lastSuccessfulBackup"]
     assert failed["snapshots"] == before["snapshots"]
@@ -402,20 +406,21 @@ def test_status_after_failure_keeps_the_last_success_and_names_the_reason():
     assert ready["status"] == "False" and ready["reason"] == "EtcdUnavailable"
     assert ready["message"] == "no healthy etcd member"
     # a Job's failure line works the same
-    job_failed = eb.status_after(before, None, NOW, error={"ok": False, "reason": "StoreUnreachable",
+    job_failed = eb_status.status_after(before, None, NOW, error={"ok": False, "reason": "StoreUnreachable",
                                                          "message": "s3://b at https://x: unreachable"})
     assert next(c for c in job_failed["conditions"] if c["type"] == "Ready")["reason"] == "StoreUnreachable"
-    plan_failed = eb.status_after({}, None, NOW, error=eb.BackupPlanError("spec.x", "bad", "KarmadaDeploymentNotFound"))
+    plan_failed = eb_status.status_after(
+        {}, None, NOW, error=eb_plan.BackupPlanError("spec.x", "bad", "KarmadaDeploymentNotFound"))
     assert next(c for c in plan_failed["conditions"] if c["type"] == "Ready")["reason"] == "KarmadaDeploymentNotFound"
 
 
 def test_status_while_running_and_next_schedule_time_rules():
-    st = eb.status_after({"nextScheduleTime": "x"}, None, NOW, running=True, schedule="@hourly",
+    st = eb_status.status_after({"nextScheduleTime": "x"}, None, NOW, running=True, schedule="@hourly",
                          time_zone="Europe/Berlin", scheduled_time=utc(2026, 3, 10, 12))
     assert st["phase"] == "Running" and st["nextScheduleTime"] == "2026-03-10T13:00:00Z"
     assert next(c for c in st["conditions"] if c["type"] == "Ready")["status"] == "Unknown"
-    assert "nextScheduleTime" not in eb.status_after(st, None, NOW, schedule="@hourly", suspend=True)
-    assert "nextScheduleTime" not in eb.status_after(st, None, NOW)  # on-demand
+    assert "nextScheduleTime" not in eb_status.status_after(st, None, NOW, schedule="@hourly", suspend=True)
+    assert "nextScheduleTime" not in eb_status.status_after(st, None, NOW)  # on-demand
 
 
 def crd_schema():
@@ -428,7 +433,7 @@ def crd_schema():
 def test_status_items_match_the_crd_schema():
     import jsonschema
 
-    st = eb.status_after({}, result_line(), NOW, generation=1, schedule="@daily", scheduled_time=NOW)
+    st = eb_status.status_after({}, result_line(), NOW, generation=1, schedule="@daily", scheduled_time=NOW)
     jsonschema.validate(st, crd_schema().etcd_backup_status())
 
 
@@ -555,12 +560,12 @@ def test_cli_without_a_plan_says_so(tmp_path):
 
 
 def test_cli_with_missing_tls_files_and_missing_s3_credentials(tmp_path):
-    plan = eb.backup_plan(backup(), karmada(), now=NOW)
+    plan = eb_plan.backup_plan(backup(), karmada(), now=NOW)
     plan["storage"]["mountPath"] = str(tmp_path)
     code, doc = run_cli([], {"ETCD_BACKUP_PLAN": json.dumps(plan)})
     assert code == job.EXIT_INVALID and doc["reason"] == "InvalidEtcdClientConfig"
     s3 = {"endpoint": "https://s3.example", "bucket": "bkt", "credentialsSecretRef": {"name": "s3-creds"}}
-    plan = eb.backup_plan(backup(storage={"s3": s3}), karmada(), now=NOW)
+    plan = eb_plan.backup_plan(backup(storage={"s3": s3}), karmada(), now=NOW)
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan))
     code, doc = run_cli(["--plan", str(path)], {})

@@ -10,8 +10,9 @@ from pathlib import Path
 import yaml
 
 from karmada_operator import components as karmada_components
-from karmada_operator.backup import backup as eb
 from karmada_operator.backup import controller as ctl
+from karmada_operator.backup import lease as eb_lease
+from karmada_operator.backup import plan as eb_plan
 from karmada_operator.runtime import cr_pass
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,12 +43,12 @@ def s3_storage():
 
 
 def test_the_job_mounts_only_what_a_pvc_run_reads_and_no_token():
-    plan = eb.backup_plan(backup(), karmada(), now=NOW)
+    plan = eb_plan.backup_plan(backup(), karmada(), now=NOW)
     job = ctl.job_manifest(plan, "example/op:1", backup())
     pod = job["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False and pod["restartPolicy"] == "Never"
     assert job["spec"]["backoffLimit"] == 0
-    assert job["spec"]["activeDeadlineSeconds"] < eb.LEASE_DURATION_SECONDS  # ends before its lock expires
+    assert job["spec"]["activeDeadlineSeconds"] < eb_lease.LEASE_DURATION_SECONDS  # ends before its lock expires
     vols = {v["name"]: v for v in pod["volumes"]}
     assert set(vols) == {"etcd-tls", "staging", "store"}
     assert vols["store"]["persistentVolumeClaim"] == {"claimName": "etcd-backups"}
@@ -66,7 +67,7 @@ def test_the_job_mounts_only_what_a_pvc_run_reads_and_no_token():
 
 
 def test_the_job_for_s3_mounts_the_credentials_and_ca_and_no_volume():
-    plan = eb.backup_plan(backup(storage=s3_storage()), karmada(), now=NOW)
+    plan = eb_plan.backup_plan(backup(storage=s3_storage()), karmada(), now=NOW)
     job = ctl.job_manifest(plan, "example/op:1")
     pod = job["spec"]["template"]["spec"]
     vols = {v["name"]: v for v in pod["volumes"]}
@@ -166,11 +167,11 @@ def test_event_object_names_the_backup():
 
 def test_the_job_requests_what_spec_job_resources_says_else_the_default():
     kd = karmada()
-    plan = eb.backup_plan(backup(), kd, now=NOW)
+    plan = eb_plan.backup_plan(backup(), kd, now=NOW)
     assert ctl.job_manifest(plan, "example/op:1")["spec"]["template"]["spec"]["containers"][0]["resources"] == \
         {"requests": {"cpu": "100m", "memory": "128Mi"}}
     asked = {"requests": {"cpu": "1", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
     bk = backup()
     bk["spec"]["jobResources"] = asked
-    plan = eb.backup_plan(bk, kd, now=NOW)
+    plan = eb_plan.backup_plan(bk, kd, now=NOW)
     assert ctl.job_manifest(plan, "example/op:1")["spec"]["template"]["spec"]["containers"][0]["resources"] == asked

@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 
 import yaml
 
-from karmada_operator.backup import backup as eb
 from karmada_operator.backup import restore_controller as ctl
+from karmada_operator.backup import runner as eb_runner
 from karmada_operator.kube.client import KubeError
 
 NOW = datetime(2026, 3, 10, 12, 0, 0, tzinfo=UTC)
@@ -87,7 +87,7 @@ def test_a_restored_karmada_apiserver_that_cannot_be_listed_is_not_verified():
     outcome = ctl.RestoreReconciler(host, seeded_restore(), image="unused", now=NOW).reconcile()
     cond = verified(outcome)
     assert (cond["status"], cond["reason"]) == ("False", "Unreadable"), cond
-    for resource in eb.KARMADA_RESOURCES:
+    for resource in eb_runner.KARMADA_RESOURCES:
         assert resource in cond["message"]
     assert "cannot reach the Kubernetes API at https://127.0.0.1:" in cond["message"]
     report = outcome.status["verification"]
@@ -127,7 +127,7 @@ class Karmada:
 
 
 def test_each_failed_list_is_reported_with_its_error_not_counted():
-    kinds = {resource: kind for resource, (_, kind, _) in eb.KARMADA_RESOURCES.items()}
+    kinds = {resource: kind for resource, (_, kind, _) in eb_runner.KARMADA_RESOURCES.items()}
     errors = {"Cluster": KubeError(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
               "OverridePolicy": KubeError(404, "NotFound", "https://k does not serve OverridePolicy "
                                                           "(policy.karmada.io/v1alpha1)")}

@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from karmada_operator.backup import backup as eb
+from karmada_operator.backup import lease as eb_lease
+from karmada_operator.backup import plan as eb_plan
+from karmada_operator.backup import schedule as eb_schedule
+from karmada_operator.backup import status as eb_status
 from karmada_operator.kube import conditions as k8s_conditions
 from karmada_operator.kube.client import Kube, KubeError, owner_reference
 from karmada_operator.plan.upgrade import PRE_UPGRADE_ANNOTATION
@@ -43,7 +46,7 @@ LABEL_RECORDED = "operator.karmada.io/recorded"
 ANN_SCHEDULED = "operator.karmada.io/scheduled-time"
 ANN_HOLDER = "operator.karmada.io/lock-holder"
 CONTAINER = "backup"
-JOB_PROGRAM = eb.job_program("karmada_operator.backup.job")
+JOB_PROGRAM = eb_plan.job_program("karmada_operator.backup.job")
 STAGING_DIR = "/var/run/etcd-backup"
 JOB_TTL_SECONDS = 86400  # finished Jobs (and their logs) stay a day for `kubectl logs`
 BACKOFF_FIRST = timedelta(seconds=30)
@@ -92,7 +95,7 @@ def job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] |
             mounts.append({"name": "s3-ca", "mountPath": storage["caBundle"]["mountPath"], "readOnly": True})
     meta: dict[str, Any] = {
         "name": plan["jobName"], "namespace": backup["namespace"], "labels": labels,
-        "annotations": {ANN_SCHEDULED: plan["snapshot"]["scheduledTime"], ANN_HOLDER: eb.lease_holder(plan)},
+        "annotations": {ANN_SCHEDULED: plan["snapshot"]["scheduledTime"], ANN_HOLDER: eb_lease.lease_holder(plan)},
     }
     if owner:
         meta["ownerReferences"] = [owner_reference({"apiVersion": API_VERSION, "kind": KIND, **owner},
@@ -107,14 +110,14 @@ def job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] |
         "volumeMounts": mounts,
         "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
                             "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True},
-        "resources": plan.get("jobResources") or eb.DEFAULT_JOB_RESOURCES,
+        "resources": plan.get("jobResources") or eb_plan.DEFAULT_JOB_RESOURCES,
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
     return {
         "apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
         "spec": {
             "backoffLimit": 0,  # one attempt per Job: the controller decides about retries
-            "activeDeadlineSeconds": eb.LEASE_DURATION_SECONDS - 60,  # ends before its lock expires
+            "activeDeadlineSeconds": eb_lease.LEASE_DURATION_SECONDS - 60,  # ends before its lock expires
             "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
             "template": {
                 "metadata": {"labels": labels},
@@ -168,9 +171,9 @@ def decide(backup: Mapping[str, Any], now: datetime) -> Decision:
     generation = meta.get("generation")
     schedule = spec.get("schedule") or ""
     if schedule:
-        created = eb.parse_rfc3339(meta.get("creationTimestamp"))
-        last = eb.parse_rfc3339(status.get("lastScheduleTime"))
-        d = eb.due(schedule, spec.get("timeZone") or None, last, now, created=created,
+        created = eb_plan.parse_rfc3339(meta.get("creationTimestamp"))
+        last = eb_plan.parse_rfc3339(status.get("lastScheduleTime"))
+        d = eb_schedule.due(schedule, spec.get("timeZone") or None, last, now, created=created,
                    suspend=bool(spec.get("suspend")))
         if d.run:
             return Decision(True, d.scheduled_time)
@@ -184,7 +187,7 @@ def decide(backup: Mapping[str, Any], now: datetime) -> Decision:
         return Decision(False)
     if phase == "Failed" and seen:
         attempts = int(status.get("failedAttempts") or 0)
-        last_try = eb.parse_rfc3339(status.get("lastAttemptTime"))
+        last_try = eb_plan.parse_rfc3339(status.get("lastAttemptTime"))
         wait = backoff(attempts)
         if last_try is not None and now < last_try + wait:
             return Decision(False, extra={"retryAt": last_try + wait})
@@ -238,7 +241,7 @@ class BackupReconciler:
     # ----- helpers
 
     def _status(self, **kwargs: Any) -> dict[str, Any]:
-        return eb.status_after(self.status, kwargs.pop("result", None), self.now, generation=self.generation,
+        return eb_status.status_after(self.status, kwargs.pop("result", None), self.now, generation=self.generation,
                                schedule=self.spec.get("schedule") or "", time_zone=self.spec.get("timeZone") or "",
                                suspend=bool(self.spec.get("suspend")), **kwargs)
 
@@ -249,8 +252,8 @@ class BackupReconciler:
         if out.get("phase") not in ("Succeeded", "Failed"):
             out["phase"] = "Pending"
         out["conditions"] = k8s_conditions.merge(out.get("conditions"), [
-            {"type": eb.CONDITION_READY, "status": "False", "reason": reason, "message": message}],
-            self.generation, eb._rfc3339(self.now))
+            {"type": eb_status.CONDITION_READY, "status": "False", "reason": reason, "message": message}],
+            self.generation, eb_plan.rfc3339(self.now))
         return Outcome(out, action="wait")
 
     def _jobs(self) -> list[dict[str, Any]]:
@@ -305,7 +308,7 @@ class BackupReconciler:
     def _release(self, job: Mapping[str, Any], lock: Mapping[str, str]) -> None:
         holder = (job["metadata"].get("annotations") or {}).get(ANN_HOLDER, "")
         lease = self.kube.get("coordination.k8s.io/v1", "Lease", lock["name"], lock["namespace"])
-        spec = eb.lease_release(lease, holder)
+        spec = eb_lease.lease_release(lease, holder)
         if lease is not None and spec is not None:
             body = {**lease, "spec": spec}
             try:
@@ -314,22 +317,22 @@ class BackupReconciler:
                 if exc.status not in (404, 409):  # gone or taken over meanwhile: not ours to free
                     raise
 
-    def _take_lock(self, plan: Mapping[str, Any]) -> eb.LeaseDecision:
+    def _take_lock(self, plan: Mapping[str, Any]) -> eb_lease.LeaseDecision:
         lock = plan["lock"]
-        holder = eb.lease_holder(plan)
+        holder = eb_lease.lease_holder(plan)
         lease = self.kube.get("coordination.k8s.io/v1", "Lease", lock["name"], lock["namespace"])
-        decision = eb.lease_decision(lease, holder, self.now)
+        decision = eb_lease.lease_decision(lease, holder, self.now)
         held_by = ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
         if not decision.acquired and held_by.startswith(f"{self.ns}/{self.name}/"):
             # Held for a run of this very EtcdBackup, none of whose Jobs runs (checked before
             # this): left over by a pass that was cut short. Ours to take.
-            decision = eb.LeaseDecision("take")
+            decision = eb_lease.LeaseDecision("take")
         if not decision.acquired:
             return decision
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": lock["name"], "namespace": lock["namespace"],
                              "labels": {"app.kubernetes.io/managed-by": "karmada-operator"}},
-                "spec": eb.lease_spec(holder, self.now, previous=lease)}
+                "spec": eb_lease.lease_spec(holder, self.now, previous=lease)}
         try:
             if lease is None:
                 self.kube.create(body)
@@ -338,7 +341,7 @@ class BackupReconciler:
                 self.kube.replace(body)
         except KubeError as exc:
             if exc.status in (409,):  # another pass took it between our read and write
-                return eb.LeaseDecision("wait", holder="another backup", expires=None)
+                return eb_lease.LeaseDecision("wait", holder="another backup", expires=None)
             raise
         return decision
 
@@ -351,7 +354,7 @@ class BackupReconciler:
                 continue
             if (ospec.get("karmadaDeploymentRef") or {}).get("name") != ref:
                 continue
-            ready = k8s_conditions.get((other.get("status") or {}).get("conditions"), eb.CONDITION_READY) or {}
+            ready = k8s_conditions.get((other.get("status") or {}).get("conditions"), eb_status.CONDITION_READY) or {}
             if ready.get("reason") == "WaitingForLock":
                 return str(other["metadata"]["name"])
         return ""
@@ -372,7 +375,7 @@ class BackupReconciler:
         for job in unrecorded:
             done = self._ended(job)
             if not done:
-                scheduled = eb.parse_rfc3339((job["metadata"].get("annotations") or {}).get(ANN_SCHEDULED))
+                scheduled = eb_plan.parse_rfc3339((job["metadata"].get("annotations") or {}).get(ANN_SCHEDULED))
                 out = self._status(running=True, scheduled_time=scheduled if self.spec.get("schedule") else None)
                 out["activeJob"] = job["metadata"]["name"]
                 return Outcome(out, action="running")
@@ -405,13 +408,13 @@ class BackupReconciler:
             out = self._status(error=error)
             out["failedAttempts"] = int(self.status.get("failedAttempts") or 0) + 1
             events = [self._event(error["reason"], error["message"], warning=True)]
-        out["lastAttemptTime"] = eb._rfc3339(self.now)
+        out["lastAttemptTime"] = eb_plan.rfc3339(self.now)
         out.pop("activeJob", None)
         if karmada is not None:
             try:
-                plan = eb.backup_plan(self.backup, karmada, now=self.now)
+                plan = eb_plan.backup_plan(self.backup, karmada, now=self.now)
                 self._release(job, plan["lock"])
-            except eb.BackupPlanError:
+            except eb_plan.BackupPlanError:
                 pass  # the lock expires by itself
         self.kube.merge_patch("batch/v1", "Job", name, {"metadata": {"labels": {LABEL_RECORDED: "true"}}}, self.ns)
         return Outcome(out, events, action="recorded", changed=True)
@@ -423,25 +426,26 @@ class BackupReconciler:
                 return self._pending(decision.reason, decision.message)
             out = self._status()
             if "retryAt" in decision.extra:
-                ready = k8s_conditions.get(out.get("conditions"), eb.CONDITION_READY) or {}
+                ready = k8s_conditions.get(out.get("conditions"), eb_status.CONDITION_READY) or {}
                 msg = ready.get("message", "")
-                when = eb._rfc3339(decision.extra["retryAt"])
+                when = eb_plan.rfc3339(decision.extra["retryAt"])
                 if "next attempt" not in msg:
                     msg = f"{msg}; next attempt at {when}" if msg else f"next attempt at {when}"
                     out["conditions"] = k8s_conditions.merge(out.get("conditions"), [
-                        {**ready, "message": msg}], self.generation, eb._rfc3339(self.now))
+                        {**ready, "message": msg}], self.generation, eb_plan.rfc3339(self.now))
             if self.status.get("phase") is None:
                 out["phase"] = "Pending"
-            if self.spec.get("schedule") and not k8s_conditions.get(out.get("conditions"), eb.CONDITION_READY):
+            if self.spec.get("schedule") and not k8s_conditions.get(out.get("conditions"), eb_status.CONDITION_READY):
                 nxt = out.get("nextScheduleTime") or "never (the schedule does not fire)"
                 out["conditions"] = k8s_conditions.merge(out.get("conditions"), [
-                    {"type": eb.CONDITION_READY, "status": "False", "reason": "Scheduled",
-                     "message": f"no backup yet; the first is due at {nxt}"}], self.generation, eb._rfc3339(self.now))
+                    {"type": eb_status.CONDITION_READY, "status": "False", "reason": "Scheduled",
+                     "message": f"no backup yet; the first is due at {nxt}"}], self.generation,
+                eb_plan.rfc3339(self.now))
             return Outcome(out)
         try:
-            plan = eb.backup_plan(self.backup, karmada, scheduled_time=decision.scheduled_time
+            plan = eb_plan.backup_plan(self.backup, karmada, scheduled_time=decision.scheduled_time
                                   if self.spec.get("schedule") else None, now=self.now)
-        except eb.BackupPlanError as exc:
+        except eb_plan.BackupPlanError as exc:
             out = self._status(error=exc)
             out["phase"] = "Failed"
             return Outcome(out, [self._event(exc.reason, str(exc), warning=True)], action="invalid")
@@ -463,7 +467,7 @@ class BackupReconciler:
                                                        "go first")
         lock = self._take_lock(plan)
         if not lock.acquired:
-            until = f" until {eb._rfc3339(lock.expires)}" if lock.expires else ""
+            until = f" until {eb_plan.rfc3339(lock.expires)}" if lock.expires else ""
             return self._pending("WaitingForLock", f"another backup of this etcd is running ({lock.holder}{until})")
         job = job_manifest(plan, self.image, None if self.creator else self.backup, self.pull_policy)
         try:
@@ -475,12 +479,12 @@ class BackupReconciler:
             # it (below). Already recorded: the tick ran; free the lock taken just now.
             existing = self.kube.get("batch/v1", "Job", plan["jobName"], self.ns) or {}
             if (existing.get("metadata", {}).get("labels") or {}).get(LABEL_RECORDED) == "true":
-                self._release({"metadata": {"annotations": {ANN_HOLDER: eb.lease_holder(plan)}}}, plan["lock"])
+                self._release({"metadata": {"annotations": {ANN_HOLDER: eb_lease.lease_holder(plan)}}}, plan["lock"])
                 return Outcome(self._status(), action="none")
         scheduled = decision.scheduled_time if self.spec.get("schedule") else None
         out = self._status(running=True, scheduled_time=scheduled)
         out["activeJob"] = plan["jobName"]
-        what = f"for {eb._rfc3339(scheduled)}" if scheduled else "on demand"
+        what = f"for {eb_plan.rfc3339(scheduled)}" if scheduled else "on demand"
         return Outcome(out, [self._event("BackupStarted", f"Job {plan['jobName']} takes a snapshot {what} into "
                                                           f"{plan['storage']['type']} store")],
                        action="started", changed=True)

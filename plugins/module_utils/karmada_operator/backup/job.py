@@ -5,7 +5,7 @@ plugins/module_utils: ``backup.job_program``). Inputs:
 
 - ``etcdctl`` on PATH (the operator image carries it; ``--etcdctl``/``ETCDCTL_PATH`` name another,
   an empty value uses etcd's JSON gateway instead) and ``--staging-dir`` for its file;
-- the plan (:func:`etcd_backup.backup_plan`) as JSON in ``ETCD_BACKUP_PLAN``, or a file named
+- the plan (:func:`karmada_operator.backup.plan.backup_plan`) as JSON in ``ETCD_BACKUP_PLAN``, or a file named
   by ``ETCD_BACKUP_PLAN_FILE`` or ``--plan FILE``;
 - etcd client TLS: the files named in ``plan.etcd.tls`` (a Secret volume with ``items``);
 - the store: the PVC mounted at ``plan.storage.mountPath``; or S3 credentials from the
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from karmada_operator.backup import backup as etcd_backup
+from karmada_operator.backup import runner as eb_runner
 from karmada_operator.backup import store as store_lib
 from karmada_operator.etcd.gateway import EtcdClient, EtcdConfigError, EtcdError
 
@@ -46,8 +46,8 @@ def load_plan(argv_plan: str | None, env: Mapping[str, str]) -> dict[str, Any]:
     if not text:
         raise ValueError("no plan: set ETCD_BACKUP_PLAN (JSON) or ETCD_BACKUP_PLAN_FILE, or pass --plan")
     plan = json.loads(text)
-    if not isinstance(plan, dict) or plan.get("format") != etcd_backup.PLAN_FORMAT:
-        raise ValueError(f"not an EtcdBackup plan of format {etcd_backup.PLAN_FORMAT}")
+    if not isinstance(plan, dict) or plan.get("format") != eb_runner.PLAN_FORMAT:
+        raise ValueError(f"not an EtcdBackup plan of format {eb_runner.PLAN_FORMAT}")
     return plan
 
 
@@ -113,12 +113,12 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     store = None
     try:
         store = open_store(plan, env)
-        result = etcd_backup.run_backup(plan, etcd_client(plan, args.etcd_timeout), store, readback=args.readback,
+        result = eb_runner.run_backup(plan, etcd_client(plan, args.etcd_timeout), store, readback=args.readback,
                                         etcdctl=args.etcdctl, staging_dir=args.staging_dir)
         return emit(result.as_dict(), EXIT_OK)
     except store_lib.InvalidStoreConfig as exc:
         return emit({"ok": False, "reason": exc.reason, "message": str(exc)}, EXIT_INVALID)
-    except (store_lib.StoreError, etcd_backup.BackupFailed) as exc:
+    except (store_lib.StoreError, eb_runner.BackupFailed) as exc:
         return emit({"ok": False, "reason": exc.reason, "message": str(exc)}, EXIT_FAILED)
     except EtcdConfigError as exc:  # the TLS files are not where the plan says
         return emit({"ok": False, "reason": "InvalidEtcdClientConfig", "message": str(exc)}, EXIT_INVALID)

@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from karmada_operator.backup import backup as eb
+from karmada_operator.backup import plan as eb_plan
+from karmada_operator.backup import runner as eb_runner
 from karmada_operator.backup.restore_plan import RestorePlanError, plan_restore
 from karmada_operator.kube.client import owner_reference
 from karmada_operator.plan import plan as karmada_plan
@@ -41,7 +42,7 @@ ANN_SEEDED = "operator.karmada.io/etcd-restored-from"  # on the target KarmadaDe
 ANN_FAILED = "operator.karmada.io/etcd-restore-failed"
 MEMBER_ROOT = "/var/lib/etcd-restore"  # each Job mounts its member's volume at MEMBER_ROOT/<member>
 STAGING_DIR = "/var/run/etcd-restore"
-RESTORE_PROGRAM = eb.job_program("karmada_operator.backup.restore_job")
+RESTORE_PROGRAM = eb_plan.job_program("karmada_operator.backup.restore_job")
 DATA_SUBDIR = "data"  # the StatefulSet runs etcd with --data-dir=/var/lib/etcd/data on the volume
 PKI_KEYS = ("ca.crt", "ca.key", "sa.key", "sa.pub")
 DEFAULT_BUMP = 1_000_000_000
@@ -143,7 +144,7 @@ def restore_plan(restore: Mapping[str, Any], target: Mapping[str, Any] | None,
     bump = spec.get("bumpRevision", DEFAULT_BUMP)
     if isinstance(bump, bool) or not isinstance(bump, int) or bump < 0:
         raise RestoreError("spec.bumpRevision", f"must be a non-negative integer, not {bump!r}")
-    storage = eb.storage_plan(source["storage"])
+    storage = eb_plan.storage_plan(source["storage"])
     peers = dict(item.split("=", 1) for item in etcd["initialCluster"].split(","))
     members = [{"name": m, "peer_url": peers[m], "client_url": client,
                 "data_dir": f"{MEMBER_ROOT}/{m}/{DATA_SUBDIR}"}
@@ -350,7 +351,7 @@ def verification(snapshot: Mapping[str, Any], seeded: Sequence[Mapping[str, Any]
     objects = {}
     not_recorded: list[str] = []
     not_served: dict[str, list[str]] = {}
-    for resource in eb.KARMADA_RESOURCES:
+    for resource in eb_runner.KARMADA_RESOURCES:
         want = _int_or_none(expected.get(resource))
         have = _int_or_none(counts.get(resource))
         objects[resource] = {"snapshot": want, "restored": have}

@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from karmada_operator.backup import backup as eb
+from karmada_operator.backup import plan as eb_plan
 from karmada_operator.backup import restore as er
+from karmada_operator.backup import runner as eb_runner
 from karmada_operator.backup.controller import job_finished, result_line
 from karmada_operator.kube import conditions as k8s_conditions
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError, load_kubeconfig_text
@@ -35,7 +36,7 @@ SEEDED, VERIFIED, READY = "Seeded", "Verified", "Ready"
 VERIFY_WINDOW = timedelta(minutes=5)  # differences may be Karmada's controllers still settling
 
 
-_rfc3339 = eb._rfc3339
+_rfc3339 = eb_plan.rfc3339
 
 
 class RestoreReconciler:
@@ -302,7 +303,7 @@ class RestoreReconciler:
                                  int(expected.get("bumpRevision") or 0), unread)
         unreadable = report.pop("unreadable")
         diffs = report["differences"]
-        seeded_at = eb.parse_rfc3339(self.status.get("seededAt")) or self.now
+        seeded_at = eb_plan.parse_rfc3339(self.status.get("seededAt")) or self.now
         final = not diffs or self.now - seeded_at > VERIFY_WINDOW
         summary = ", ".join(f"{o['resource']} {o.get('restored')}" for o in report["objects"])
         if unreadable:
@@ -335,7 +336,7 @@ class RestoreReconciler:
         secret_name = (target.get("status") or {}).get("adminKubeconfigSecret") or f"{tname}-admin-kubeconfig"
 
         def none_counted(why: str) -> tuple[dict[str, int], dict[str, str]]:
-            return {}, dict.fromkeys(eb.KARMADA_RESOURCES, why)
+            return {}, dict.fromkeys(eb_runner.KARMADA_RESOURCES, why)
 
         secret = self.kube.get("v1", "Secret", secret_name, self.ns)
         if secret is None:
@@ -362,7 +363,7 @@ def count_objects(karmada: Kube) -> tuple[dict[str, int], dict[str, str]]:
     count: its resource goes into the second dict with the error instead."""
     counts: dict[str, int] = {}
     unread: dict[str, str] = {}
-    for resource, (api_version, kind, _) in eb.KARMADA_RESOURCES.items():
+    for resource, (api_version, kind, _) in eb_runner.KARMADA_RESOURCES.items():
         try:
             counts[resource] = len(karmada.list(api_version, kind))
         except KubeError as exc:
