@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 import pytest
+import requests
 import yaml
 
 from support import karmada_e2e
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.e2e
 IMAGE = karmada_e2e.OPERATOR_IMAGE
 NS = "karmada-system"
 NAME = "incluster"
+SCRAPER = "karmada-operator-test-metrics-scraper"
 
 
 def operator_manifests(host: HostCluster) -> list[dict]:
@@ -62,7 +64,10 @@ def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], 
         cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256, member_clusters[:1])
         fleet = karmada_e2e.Deployment(host_cluster, operator, work, NAME, NS)  # type: ignore[arg-type]
         host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
-        yield {"fleet": fleet, "operator_ns": op_ns, "operator": op_name, "member": member_clusters[0]}
+        reader = next(d["metadata"]["name"] for d in docs
+                      if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("metrics-reader"))
+        yield {"fleet": fleet, "operator_ns": op_ns, "operator": op_name, "member": member_clusters[0],
+               "metrics_reader": reader}
     finally:
         # The finalizer runs after the reconcile in progress; kubectl waits up to 300 s, so the
         # subprocess must not be killed earlier.
@@ -73,6 +78,7 @@ def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], 
               f"(rc={gone.returncode})")
         host_cluster.kubectl("delete", "deployment", op_name, "-n", op_ns, "--timeout=120s", check=False,
                              timeout=150)
+        host_cluster.kubectl("delete", "clusterrolebinding", SCRAPER, check=False)
         host_cluster.kubectl("delete", "namespace", op_ns, "--wait=false", check=False)
         if crds is not None:
             crds.stop()
@@ -99,3 +105,31 @@ def test_in_cluster_operator_installs_karmada_and_joins_a_member(in_cluster):
     assert pod["spec"]["containers"][0]["image"] == IMAGE
     assert pod["spec"]["serviceAccountName"].endswith("controller-manager")
     assert all(cs["ready"] and cs["restartCount"] == 0 for cs in pod["status"]["containerStatuses"])
+
+
+def scrape(url: str, token: str | None = None) -> requests.Response:
+    """GET the operator's /metrics over HTTPS (its certificate is self-signed: not verified)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return requests.get(url, headers=headers, verify=False, timeout=10)
+
+
+def test_operator_metrics_answer_only_a_caller_allowed_to_read_them(in_cluster):
+    """--metrics-secure and --metrics-require-rbac: no token 401, a token without the
+    metrics-reader role 403, a ServiceAccount bound to it 200 with the controller's metrics."""
+    host = in_cluster["fleet"].host
+    ns = in_cluster["operator_ns"]
+    pod = host.get("pods", "-n", ns)["items"][0]
+    url = f"https://{pod['status']['podIP']}:8443/metrics"
+    host.kubectl("create", "serviceaccount", "metrics-scraper", "-n", ns)
+    host.kubectl("create", "serviceaccount", "no-metrics", "-n", ns)
+    host.kubectl("create", "clusterrolebinding", SCRAPER, f"--clusterrole={in_cluster['metrics_reader']}",
+                 f"--serviceaccount={ns}:metrics-scraper")
+    allowed = host.kubectl("create", "token", "metrics-scraper", "-n", ns).stdout.strip()
+    other = host.kubectl("create", "token", "no-metrics", "-n", ns).stdout.strip()
+    anonymous, refused = scrape(url), scrape(url, other)
+    print(f"\n{url}: no token {anonymous.status_code}, a token without the role {refused.status_code}")
+    assert anonymous.status_code == 401, anonymous.text[:200]
+    assert refused.status_code == 403, refused.text[:200]
+    ok = scrape(url, allowed)
+    assert ok.status_code == 200, ok.text[:200]
+    assert "controller_runtime_reconcile_total" in ok.text
