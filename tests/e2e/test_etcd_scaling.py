@@ -282,6 +282,49 @@ def test_an_etcd_template_change_rolls_one_member_at_a_time_leader_last_with_quo
     assert_writes_kept(writer, 50)
 
 
+def evict(host: HostCluster, pod: str) -> subprocess.CompletedProcess:
+    """Ask for ``pod``'s eviction through the Eviction API, as ``kubectl drain`` does."""
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": NS}}
+    return host.kubectl("create", "--raw", f"/api/v1/namespaces/{NS}/pods/{pod}/eviction", "-f", "-",
+                        input=json.dumps(body), check=False)
+
+
+def disruptions_allowed(host: HostCluster) -> int:
+    return int((host.get("pdb", STS, "-n", NS).get("status") or {}).get("disruptionsAllowed", -1))
+
+
+def test_a_drain_evicts_one_etcd_member_at_a_time(fleet: Deployment):
+    """The PodDisruptionBudget over etcd's pods: a second eviction is refused (429) while the
+    first member is away, and allowed once it is back and Ready; no acknowledged write lost."""
+    host = fleet.host
+    at_three(fleet)
+    budget = host.get("pdb", STS, "-n", NS)
+    assert budget["spec"]["maxUnavailable"] == 1, budget["spec"]
+    fleet.wait_for(lambda: disruptions_allowed(host) == 1, 120, "the budget allowing one disruption")
+    writer = Writer(fleet.kubeconfig(), prefix="drain")
+    try:
+        fleet.wait_for(lambda: len(writer.acked) >= 20, 60, "the writer's first acknowledged creates")
+        first = evict(host, f"{STS}-2")
+        assert first.returncode == 0, first.stderr
+        second = evict(host, f"{STS}-1")
+        print(f"\nsecond eviction while {STS}-2 is away: rc={second.returncode} {second.stderr.strip()}")
+        assert second.returncode != 0 and "TooManyRequests" in second.stderr, second.stderr
+        assert "disruption budget" in second.stderr, second.stderr
+        assert not etcd_pods(host)[f"{STS}-1"]["terminating"]
+        fleet.wait_for(lambda: etcd_pods_ready(host, 3) and disruptions_allowed(host) == 1, 600,
+                       f"{STS}-2 back and Ready, one disruption allowed again")
+        third = evict(host, f"{STS}-1")
+        assert third.returncode == 0, third.stderr
+        fleet.wait_for(lambda: etcd_pods_ready(host, 3) and disruptions_allowed(host) == 1, 600,
+                       f"{STS}-1 back and Ready")
+        acked = len(writer.acked)
+        fleet.wait_for(lambda: len(writer.acked) >= acked + 20, 60, "creates acknowledged after the drain")
+    finally:
+        writer.finish()
+    assert_members(fleet, 3)
+    assert_writes_kept(writer, 40)
+
+
 def test_a_lost_member_is_replaced(fleet: Deployment):
     """Delete one member's claim and pod: the operator replaces the member by itself."""
     host = fleet.host

@@ -108,8 +108,12 @@ def test_a_made_up_component_appears_everywhere_with_no_other_edit(widget_regist
     assert "karmada-widget-controller" in {k.name for k in karmada_pki.kubeconfig_profiles(pki_spec)}
 
     # the rendered objects: a Service to its port, a Deployment with its probe and mounts
-    service, deployment = render_component(plan, widget)
+    service, budget, deployment = render_component(plan, widget)
     assert service["kind"] == "Service" and service["spec"]["ports"][0]["targetPort"] == 9443
+    # and a PodDisruptionBudget over the same pods: a drain takes one at a time
+    assert budget["kind"] == "PodDisruptionBudget" and budget["metadata"]["name"] == "karmada-widget-controller"
+    assert budget["spec"] == {"maxUnavailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow",
+                              "selector": deployment["spec"]["selector"]}
     assert deployment["kind"] == "Deployment" and deployment["spec"]["replicas"] == 2
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["readinessProbe"] == {"httpGet": {"path": "/readyz", "port": 9443, "scheme": "HTTPS"},

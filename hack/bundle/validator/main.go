@@ -10,6 +10,13 @@
 // validator), good practices and deprecated APIs. Prints every result, then a summary;
 // exits 1 on any error or warning, 2 when the bundle cannot be loaded.
 //
+// One warning is a known false positive and does not count: the deprecated-API check reads an
+// RBAC rule for group "policy", resource "poddisruptionbudgets" as a use of policy/v1beta1
+// (removed in 1.25), because RBAC rules carry no version
+// (operator-framework/api issue 378, open). The operator creates policy/v1 budgets only. It
+// is printed as such, and only a warning that names nothing but that resource in RBAC rules is
+// passed over.
+//
 // Built by hack/testenv/build-bins.sh (component bundle-validate) in a wrapper module that
 // requires operator-framework/api at OPERATOR_FRAMEWORK_API_VERSION (hack/versions.env).
 package main
@@ -19,11 +26,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/validation"
 	interfaces "github.com/operator-framework/api/pkg/validation/interfaces"
 )
+
+// rbacOnlyPDB matches a deprecated-API warning whose only API is poddisruptionbudgets, named
+// only by RBAC rules of the CSV's install strategy.
+var rbacOnlyPDB = regexp.MustCompile(`Migrate the API\(s\) for poddisruptionbudgets: \(\["ClusterServiceVersion\.Spec\.InstallStrategy\.StrategySpec\.(Cluster)?Permissions\[\d+\]\.Rules\[\d+\]"( "ClusterServiceVersion\.Spec\.InstallStrategy\.StrategySpec\.(Cluster)?Permissions\[\d+\]\.Rules\[\d+\]")*\]\),?\s*$`)
 
 type named struct {
 	name      string
@@ -74,6 +86,10 @@ func main() {
 				n++
 			}
 			for _, w := range result.Warnings {
+				if rbacOnlyPDB.MatchString(w.Error()) {
+					fmt.Printf("[%s] known false positive, not counted: %s\n", v.name, w.Error())
+					continue
+				}
 				fmt.Printf("[%s] %s\n", v.name, w.Error())
 				warns++
 				n++

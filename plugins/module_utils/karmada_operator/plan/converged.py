@@ -46,6 +46,7 @@ from karmada_operator.pki import ca_rotation as karmada_ca_rotation
 OWNED_KINDS = (
     ("apps/v1", "Deployment"),
     ("apps/v1", "StatefulSet"),
+    ("policy/v1", "PodDisruptionBudget"),
     ("v1", "Service"),
     ("v1", "Secret"),
     ("v1", "ConfigMap"),
