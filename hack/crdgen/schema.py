@@ -289,10 +289,10 @@ def close_args(props: Schema, field: str, closed: dict[str, str]) -> None:
 
 
 def positive_size(schema: Schema, field: str) -> Schema:
-    """A volume size (quantity_or_int) that must be above zero; defaults to 8Gi."""
+    """A volume size (quantity_or_int) that must be above zero."""
     rule = cel("!isQuantity(string(self)) || sign(quantity(string(self))) > 0",
                f"{field} must be greater than zero: a volume of size 0 holds no data")
-    return {**schema, "default": "8Gi", "x-kubernetes-validations": [*schema["x-kubernetes-validations"], rule]}
+    return {**schema, "x-kubernetes-validations": [*schema["x-kubernetes-validations"], rule]}
 
 
 def bucket_name_rule(field: str) -> Schema:
@@ -358,8 +358,8 @@ def etcd_schema() -> Schema:
                           cel("self == oldSelf", "spec.etcd.local.storage.type cannot change after creation: "
                               "the members' data would not move to the new storage"),
                       ]}),
-            "size": positive_size(quantity_or_int("Volume size for PersistentVolumeClaim, e.g. 8Gi."),
-                                  "spec.etcd.local.storage.size"),
+            "size": {**positive_size(quantity_or_int("Volume size for PersistentVolumeClaim, e.g. 8Gi."),
+                                     "spec.etcd.local.storage.size"), "default": "8Gi"},
             "storageClassName": s("StorageClass of the claims; empty uses the cluster default.",
                                   maxLength=253, pattern=DNS1123_SUBDOMAIN),
             "hostPath": s("Directory on the node for HostPath storage (one subdirectory per member); not "
