@@ -9,5 +9,4 @@ from __future__ import annotations
 from karmada_operator.runtime.adapter import in_process_action
 from karmada_operator.tasks import karmada_pki as task
 
-ActionModule = in_process_action(task.ARGUMENT_SPEC, task.run, supports_check_mode=task.SUPPORTS_CHECK_MODE,
-                                 kubernetes=False)
+ActionModule = in_process_action(task.ARGUMENT_SPEC, task.run, supports_check_mode=task.SUPPORTS_CHECK_MODE)

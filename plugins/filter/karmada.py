@@ -21,7 +21,6 @@ from karmada_operator.pki.cert_rollout import apiserver_pki_hash
 from karmada_operator.plan import requeue as karmada_requeue
 from karmada_operator.plan import upgrade as karmada_upgrade
 from karmada_operator.plan.converged import build_id
-from karmada_operator.plan.plan import config_hash, mounts_hash
 from karmada_operator.runtime import templates as role_templates
 
 
@@ -45,13 +44,6 @@ def _plain(value):
     return json.loads(json.dumps(value, default=str))
 
 
-def secret_mounts_hash(groups: dict, mounts: dict) -> str:
-    try:
-        return mounts_hash(_plain(groups), _plain(mounts))
-    except KeyError as err:
-        raise AnsibleFilterError(f"karmada_mounts_hash: {err.args[0]}") from err
-
-
 def render_templates(names: list, role: str, context: dict) -> list:
     """The objects of ``role``'s templates ``names`` with ``context`` (the variables they use)."""
     try:
@@ -63,28 +55,9 @@ def render_templates(names: list, role: str, context: dict) -> list:
 def component_steps(components: list, plan: dict, pki: dict) -> list:
     """karmada_rollout's steps for the enabled components of one step (component.yaml.j2)."""
     try:
-        return role_templates.component_steps(components or [], plan, pki, secret_mounts_hash)
+        return role_templates.component_steps(components or [], _plain(plan), _plain(pki))
     except KeyError as err:
         raise AnsibleFilterError(f"karmada_component_steps: {err.args[0]}") from err
-
-
-def upgrade_started(cr: dict, version: str) -> dict:
-    """status.upgrade as this pass starts ({} without a version change); refuses an
-    unsupported change (the step fails as UnsupportedUpgrade with the reason)."""
-    cr, version = _plain(cr), str(version)
-    try:
-        karmada_upgrade.preflight(cr, version)
-    except karmada_upgrade.UpgradeRefused as err:
-        raise AnsibleFilterError(str(err)) from err
-    return karmada_upgrade.started(cr, version, datetime.now(UTC))
-
-
-def ca_rotation(cr: dict) -> dict:
-    """The CA rotation this pass works on ({} for none); a bad request fails the plan step."""
-    try:
-        return karmada_ca_rotation.current(_plain(cr), datetime.now(UTC))
-    except karmada_ca_rotation.CaRotationError as err:
-        raise AnsibleFilterError(str(err)) from err
 
 
 def kubeconfig_with_server(kubeconfig: str, server: str, tls_server_name: str = "") -> str:
@@ -115,8 +88,6 @@ class FilterModule:
             "karmada_component_steps": component_steps,
             # the operator's code under a directory (the parent of playbooks/): a new build runs a full pass
             "karmada_build_id": lambda root: build_id(str(root)),
-            "karmada_config_hash": config_hash,
-            "karmada_mounts_hash": secret_mounts_hash,
             "karmada_apiserver_pki_hash": lambda live, wanted, spec_hash: apiserver_pki_hash(
                 _plain(live) if live else None, str(wanted), str(spec_hash)),
             "karmada_b64_values": b64_values,
@@ -127,13 +98,6 @@ class FilterModule:
             "karmada_failure_message": lambda result, task, pods=None: failure_message(
                 _plain(task), _plain(result or {}), pods=_plain(pods or [])),
             "karmada_kind": as_kind,
-            "karmada_upgrade_started": upgrade_started,
-            "karmada_ca_rotation": ca_rotation,
-            "karmada_ca_rotation_pki": lambda rotation: karmada_ca_rotation.pki_input(_plain(rotation or {})),
-            "karmada_ca_rotation_marker": lambda rotation, status, ca="": karmada_ca_rotation.restart_marker(
-                _plain(rotation or {}), _plain(status or {}), str(ca or "")),
-            "karmada_ca_rotation_progress": lambda rotation, state: karmada_ca_rotation.in_progress(
-                _plain(rotation), _plain(state or {})),
             "karmada_ca_rotation_advance": lambda rotation, ready, message: karmada_ca_rotation.advance(
                 _plain(rotation), bool(ready), str(message or ""), datetime.now(UTC)),
             "karmada_ca_rotation_condition": lambda rotation: karmada_ca_rotation.condition(_plain(rotation)),
@@ -146,8 +110,6 @@ class FilterModule:
                 _plain(cr), _plain(backups or []), _plain(record or {})),
             "karmada_pre_upgrade_backup_state": lambda backup: list(karmada_upgrade.pre_upgrade_backup_state(
                 _plain(backup or {}))),
-            "karmada_upgrade_refusal": lambda cr, version: karmada_upgrade.refusal(_plain(cr), str(version)),
-            "karmada_upgrade_is_rollback": lambda record: karmada_upgrade.is_rollback(_plain(record or {})),
             "karmada_upgrade_condition": lambda record: karmada_upgrade.condition(_plain(record or {})),
             "karmada_b64_decode_values": b64_decode_values,
             "karmada_restore_gate": lambda restores, name, status=None: restore_gate(

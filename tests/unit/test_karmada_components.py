@@ -24,8 +24,6 @@ from karmada_operator.runtime import templates as role_templates
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "roles" / "karmada_deployment" / "templates"
 sys.path.insert(0, str(ROOT / "hack" / "crdgen"))
-sys.path.insert(0, str(ROOT / "plugins" / "filter"))
-import karmada as karmada_filters  # noqa: E402
 import schema  # noqa: E402
 
 SAMPLE = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
@@ -49,16 +47,16 @@ def widget_registry(monkeypatch):
 
 def render(template: str, **variables) -> list[dict]:
     """As the role renders it (module_utils/karmada_operator/runtime/templates.py)."""
-    return role_templates.render_objects("karmada_deployment", [template], variables,
-                                         {"karmada_mounts_hash": karmada_filters.secret_mounts_hash})
+    return role_templates.render_objects("karmada_deployment", [template], variables, {})
 
 
 def render_component(plan: dict, comp: dict) -> list[dict]:
     groups = {"pki": {f: "x" for f in comp["mounts"]["pki"]},
               "etcd": {f: "x" for f in comp["mounts"]["etcd"]},
               "kubeconfig": {f: "x" for f in comp["mounts"]["kubeconfig"]}}
+    hashes = {"components": {comp["component"]: kp.mounts_hash(groups, comp["mounts"])}}
     return render("component.yaml.j2", karmada_deployment_plan=plan, comp=comp,
-                  karmada_deployment_pki={"secret_groups": groups})
+                  karmada_deployment_pki={"hashes": hashes})
 
 
 def enabled_sample() -> dict:

@@ -90,12 +90,8 @@ def plans() -> dict[str, dict]:
 
 
 def pki_for(plan: dict) -> dict:
-    groups: dict[str, dict[str, str]] = {}
-    for comp in plan["components"]:
-        for group, keys in comp["mounts"].items():
-            for key in keys:
-                groups.setdefault(group, {})[key] = f"{group}/{key} bytes"
-    return {"secret_groups": groups}
+    """The certificates step's result as the component template reads it (its pod-template hashes)."""
+    return {"hashes": {"components": {c["component"]: f"hash-of-{c['component']}" for c in plan["components"]}}}
 
 
 @pytest.mark.parametrize("which", ["sample", "every-component", "external-etcd"])

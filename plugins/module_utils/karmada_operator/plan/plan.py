@@ -15,7 +15,6 @@ import json
 from typing import Any
 
 from karmada_operator import components as karmada_components
-from karmada_operator.task import ModuleFailed
 
 # Defaults and paths have their home in the registry module.
 CRDS_URL_TEMPLATE = karmada_components.CRDS_URL_TEMPLATE
@@ -483,7 +482,7 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
                etcd: dict[str, Any], components: list[dict[str, Any]]) -> dict[str, Any]:
     """Parameters of the karmada_pki module (names and SANs derived from the plan).
 
-    spec.certificates.caSecretRef is resolved by the role (it reads the Secret) and passed as
+    spec.certificates.caSecretRef is read by the certificates step (``ca_secret``) and passed as
     certificates.ca; everything else comes from here.
     """
     api = spec.get("apiServer") or {}
@@ -517,22 +516,9 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
         # spec.certificates.caRotation as asked (the phase of a pass comes from status:
         # karmada_ca_rotation.current); here so that asking for one changes the plan's hash.
         "ca_rotation_request": (spec.get("certificates") or {}).get("caRotation") or {},
+        # spec.certificates.caSecretRef: the Secret the certificates step reads the CA from ("": made here)
+        "ca_secret": str(((spec.get("certificates") or {}).get("caSecretRef") or {}).get("name") or ""),
         # The etcd members read their serving and peer pairs at every TLS handshake; only a new
         # etcd CA restarts them (the etcd pods' pki-hash covers these keys).
         "etcd_restart_mounts": {"etcd": ["ca.crt"]},
     }
-
-
-# --------------------------------------------------------------------------- the karmada_plan task
-# plugins/modules/karmada_plan.py documents it; plugins/action/karmada_plan.py runs it in the
-# controller process (karmada_operator/runtime/adapter.py).
-
-ARGUMENT_SPEC: dict[str, Any] = {"resource": {"type": "dict", "required": True}}
-
-
-def run(p: dict[str, Any], check_mode: bool = False, warn: Any = None) -> dict[str, Any]:
-    """The plan of ``p["resource"]``; a spec the operator cannot act on fails naming ``field``."""
-    try:
-        return {"changed": False, "plan": build_plan(p["resource"])}
-    except PlanError as exc:
-        raise ModuleFailed(str(exc), field=exc.field) from None

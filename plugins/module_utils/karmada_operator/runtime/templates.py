@@ -79,8 +79,8 @@ def render_objects(role: str, names: Iterable[str], context: Mapping[str, Any],
     return out
 
 
-def component_steps(components: Iterable[Mapping[str, Any]], plan: Mapping[str, Any], pki: Mapping[str, Any],
-                    mounts_hash: Callable[..., str]) -> list[dict[str, Any]]:
+def component_steps(components: Iterable[Mapping[str, Any]], plan: Mapping[str, Any],
+                    pki: Mapping[str, Any]) -> list[dict[str, Any]]:
     """karmada_rollout's steps for the enabled ``components`` (plan entries) of one step: each
     component's objects (``component.yaml.j2``) and how to tell it is rolled out."""
     steps = []
@@ -88,8 +88,7 @@ def component_steps(components: Iterable[Mapping[str, Any]], plan: Mapping[str, 
         if not comp.get("enabled"):
             continue
         objects = render_objects("karmada_deployment", ["component.yaml.j2"],
-                                 {"karmada_deployment_plan": plan, "comp": comp, "karmada_deployment_pki": pki},
-                                 {"karmada_mounts_hash": mounts_hash})
+                                 {"karmada_deployment_plan": plan, "comp": comp, "karmada_deployment_pki": pki}, {})
         steps.append({
             "name": comp["component"],
             "objects": objects,

@@ -1,4 +1,11 @@
-"""karmada_pki: the PKI set of a KarmadaDeployment, made or kept (plugins/modules/karmada_pki.py)."""
+"""karmada_pki: the PKI set of a KarmadaDeployment, made or kept (plugins/modules/karmada_pki.py).
+
+Given the plan (``plan``), it is the whole certificates step of a pass: it reads the stored
+Secrets and a bring-your-own CA, makes or keeps every certificate, writes the three Secrets
+(keys no longer issued dropped), and returns the hashes that decide which pods restart
+(plan/pass_plan.pki_hashes) and the CA-rotation phase's status. Without ``plan`` it only
+computes, from what it is given.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,10 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
+from karmada_operator.pki import ca_rotation as karmada_ca_rotation
 from karmada_operator.pki.pki import PkiInputError, files_from_secret_groups, reconcile_pki, secret_groups
+from karmada_operator.plan.pass_plan import pki_hashes
 from karmada_operator.task import ModuleFailed
 
 ARGUMENT_SPEC: dict[str, Any] = {
@@ -25,7 +35,14 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "force_renew": {"type": "list", "elements": "str", "default": []},
     "force_renew_issued_before": {"type": "str"},
     "ca_rotation": {"type": "dict"},
+    # the certificates step of a pass: the plan, this pass's CA rotation and the recorded one
+    "plan": {"type": "dict"},
+    "rotation": {"type": "dict", "default": {}},
+    "recorded_rotation": {"type": "dict", "default": {}},
+    "kubeconfig": {"type": "path"},
 }
+# The Secrets the set is stored in: group -> the plan's name for the Secret.
+SECRETS = {"pki": "pkiSecret", "etcd": "etcdPkiSecret", "kubeconfig": "kubeconfigSecret"}
 SUPPORTS_CHECK_MODE = True
 
 
@@ -55,6 +72,8 @@ def pki_input(params: dict) -> dict:
 
 
 def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], None] = print) -> dict[str, Any]:
+    if params.get("plan"):
+        return certificates_step(params, warn)
     try:
         result = reconcile_pki(pki_input(params))
     except PkiInputError as exc:
@@ -74,3 +93,86 @@ def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], 
         # JSON merge patches (key: null) that drop removed files from the stored Secrets
         "secret_removals": {g: dict.fromkeys(keys) for g, keys in removed_groups.items()},
     }
+
+
+def _decoded(secret: dict[str, Any] | None) -> dict[str, str]:
+    return {k: base64.b64decode(v).decode() for k, v in ((secret or {}).get("data") or {}).items()}
+
+
+def _encoded(data: dict[str, str]) -> dict[str, str]:
+    return {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+
+
+def certificates_step(params: dict[str, Any], warn: Callable[[str], None]) -> dict[str, Any]:
+    """The certificates step of a pass (module docstring). Reads are live (not the runtime's
+    cache, a moment behind a write); writes go where the runtime's other writes go, so a Secret
+    it creates gets the KarmadaDeployment as its owner, as before."""
+    plan = params["plan"]
+    pki, names, ns = plan["pki"], plan["names"], plan["namespace"]
+    rotation = params["rotation"] or {}
+    try:
+        kube = Kube.default(params["kubeconfig"])
+        live = Kube.default(params["kubeconfig"], in_cluster_first=True)
+    except KubeConfigError as exc:
+        raise ModuleFailed(str(exc)) from exc
+    with kube, live:
+        try:
+            stored = {group: live.get("v1", "Secret", names[name], ns) for group, name in SECRETS.items()}
+            certificates = dict(pki["certificates"])
+            if pki.get("ca_secret"):
+                byo = live.get("v1", "Secret", pki["ca_secret"], ns)
+                if byo is None:
+                    raise ModuleFailed(f"spec.certificates.caSecretRef: Secret {pki['ca_secret']} not found in "
+                                       f"namespace {ns}", field="spec.certificates.caSecretRef")
+                certificates["ca"] = _decoded(byo)
+            made = run({**{k: v for k, v in params.items() if k not in ("plan", "rotation", "recorded_rotation")},
+                        "name": pki["name"], "namespace": pki["namespace"], "cluster_domain": pki["cluster_domain"],
+                        "etcd": pki["etcd"], "api_server": pki["api_server"],
+                        "serving_services": pki["serving_services"], "components": pki["components"],
+                        "certificates": certificates, "existing": {},
+                        "existing_groups": {g: _decoded(s) for g, s in stored.items()},
+                        "existing_groups_base64": False, "force_renew": pki["force_renew"],
+                        "force_renew_issued_before": pki.get("force_renew_issued_before") or None,
+                        "ca_rotation": karmada_ca_rotation.pki_input(rotation), "plan": None}, warn=warn)
+            written = [name for group, name in SECRETS.items()
+                       if _store(kube, stored[group], names[name], ns, plan["labels"],
+                                 made["secret_groups"][group], made["secret_removals"].get(group) or {})]
+        except KubeError as exc:
+            raise ModuleFailed(f"{exc.status} {exc.reason}: {exc.message}") from exc
+    return {
+        "changed": made["changed"] or bool(written),
+        "certificates": made["certificates"],
+        "changes": made["changes"],
+        "removed": made["removed"],
+        "pki_warnings": made["pki_warnings"],
+        "written": written,
+        # key material: the steps after this one read it (etcd's client pair, admin.conf, the CAs)
+        "files": made["files"],
+        "hashes": pki_hashes(plan, made["secret_groups"], rotation, params["recorded_rotation"] or {}),
+        # status.caRotation while this pass does its phase ({} without a rotation)
+        "caRotation": karmada_ca_rotation.in_progress(rotation, made["rotation"]) if rotation else {},
+    }
+
+
+def _store(kube: Kube, current: dict[str, Any] | None, name: str, namespace: str, labels: dict[str, str],
+           data: dict[str, str], removals: dict[str, None]) -> bool:
+    """Create the Secret, or patch what differs in it (dropping ``removals``); True when written."""
+    encoded = _encoded(data)
+    if current is None:
+        kube.create({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                     "metadata": {"name": name, "namespace": namespace, "labels": labels}, "data": encoded})
+        return True
+    have = current.get("data") or {}
+    patch_data: dict[str, Any] = {k: v for k, v in encoded.items() if have.get(k) != v}
+    patch_data.update({k: None for k in removals if k in have})
+    have_labels = (current.get("metadata") or {}).get("labels") or {}
+    patch_labels = {k: v for k, v in labels.items() if have_labels.get(k) != v}
+    if not patch_data and not patch_labels:
+        return False
+    patch: dict[str, Any] = {}
+    if patch_data:
+        patch["data"] = patch_data
+    if patch_labels:
+        patch["metadata"] = {"labels": patch_labels}
+    kube.merge_patch("v1", "Secret", name, patch, namespace=namespace)
+    return True

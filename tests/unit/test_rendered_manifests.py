@@ -1,0 +1,137 @@
+"""Every manifest a full pass applies, rendered for fixed inputs, equals the recorded one.
+
+The guard of the day-2 redesign (issue "the house"): what a pass decides (the pass plan, the
+hashes that restart pods) moved from Jinja to Python, and the objects it applies must stay the
+same, byte for byte. For three plans (the sample, every optional component on with pod settings
+that take the templates' optional branches, external etcd), with a fixed PKI, and for a pass with
+no CA rotation and one in each CA's Reissuing phase, the test renders what the role renders
+(karmada-apiserver, etcd's Services and StatefulSet, every component, the objects of the
+components switched off) with the hashes derived as the role derives them, and compares the
+canonical JSON with tests/unit/data/rendered_manifests.json, recorded from the commit before the
+redesign (55ec635).
+
+A deliberate change to a template or a flag updates the record:
+``KO_UPDATE_RENDERED=1 python -m pytest tests/unit/test_rendered_manifests.py``; the diff of the
+record is then part of the review.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from karmada_operator.plan import plan as kp
+from karmada_operator.plan.pass_plan import pki_hashes
+from karmada_operator.runtime import templates as role_templates
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORD = ROOT / "tests" / "unit" / "data" / "rendered_manifests.json"
+
+# status.caRotation as a pass sees it: none, and each CA in its Reissuing phase.
+ROTATIONS = {
+    "no-rotation": {},
+    "karmada-ca-reissuing": {"ca": "karmada", "phase": "Reissuing", "requestedAt": "2026-01-01T00:00:00Z"},
+    "etcd-ca-reissuing": {"ca": "etcd", "phase": "Reissuing", "requestedAt": "2026-01-01T00:00:00Z"},
+}
+
+
+def sample() -> dict:
+    cr = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+    cr["metadata"].update({"namespace": "tenant-a", "uid": "00000000-0000-0000-0000-000000000001"})
+    return cr
+
+
+def crs() -> dict[str, dict]:
+    local = sample()
+    every = copy.deepcopy(local)
+    for key in ("search", "metricsAdapter", "descheduler"):
+        every["spec"]["components"][key] = {"enabled": True}
+    every["spec"]["globals"].update({"nodeSelector": {"zone": "a"},
+                                     "tolerations": [{"key": "cp", "operator": "Exists"}],
+                                     "priorityClassName": "system-cluster-critical",
+                                     "imagePullSecrets": [{"name": "regcred"}]})
+    external = copy.deepcopy(every)
+    external["spec"]["etcd"] = {"external": {"endpoints": ["https://e1:2379"], "tlsSecretRef": {"name": "ext-etcd"}}}
+    return {"sample": local, "every-component": every, "external-etcd": external}
+
+
+def fixed_pki(plan: dict) -> dict[str, dict[str, str]]:
+    """Secret groups holding every key any pod mounts, each with a value naming it."""
+    groups: dict[str, dict[str, str]] = {}
+    mounts = [c["mounts"] for c in plan["components"]] + [plan["apiserver"]["restartMounts"],
+                                                          plan["pki"]["etcd_restart_mounts"]]
+    for mount in mounts:
+        for group, keys in mount.items():
+            for key in keys:
+                groups.setdefault(group, {})[key] = f"{group}/{key} bytes"
+    return groups
+
+
+def render(cr: dict, rotation: dict) -> dict[str, list]:
+    plan = kp.build_plan(cr)
+    groups = fixed_pki(plan)
+    hashes = pki_hashes(plan, groups, rotation, {})
+    out: dict[str, list] = {}
+    # karmada-apiserver with the hash its pods get (a first install: nothing running to keep)
+    out["apiserver.yaml.j2"] = role_templates.render_objects(
+        "karmada_deployment", ["apiserver.yaml.j2"],
+        {"karmada_deployment_plan": plan, "karmada_deployment_apiserver_pki_hash": hashes["apiserver"],
+         "karmada_deployment_pki": {"hashes": hashes}}, {})
+    if plan["etcd"]["mode"] == "local":
+        out["etcd"] = role_templates.render_objects(
+            "karmada_deployment", ["etcd-services.yaml.j2", "etcd-statefulset.yaml.j2"],
+            {"karmada_deployment_plan": plan, "karmada_deployment_cr": cr,
+             "karmada_deployment_etcd_replicas": plan["etcd"]["replicas"],
+             "karmada_deployment_etcd_claims": [], "karmada_deployment_pki": {"hashes": hashes}}, {})
+    for step in ("aggregated", "components"):
+        now = [c for c in plan["components"] if c["step"] == step]
+        for rolled in role_templates.component_steps(now, plan, {"hashes": hashes}):
+            out[f"component {rolled['name']}"] = rolled["objects"]
+        out[f"components-absent {step}"] = role_templates.render_objects(
+            "karmada_deployment", ["components-absent.yaml.j2"],
+            {"karmada_deployment_plan": plan, "karmada_deployment_components_now": now}, {})
+    return json.loads(json.dumps(out, sort_keys=True))
+
+
+def rendered_all() -> dict:
+    return {f"{which} / {rotation}": render(cr, ROTATIONS[rotation])
+            for which, cr in crs().items() for rotation in ROTATIONS}
+
+
+def test_every_rendered_manifest_equals_the_record():
+    got = rendered_all()
+    if os.environ.get("KO_UPDATE_RENDERED"):
+        RECORD.parent.mkdir(parents=True, exist_ok=True)
+        RECORD.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    want = json.loads(RECORD.read_text())
+    if got != want:
+        diff = difflib.unified_diff(json.dumps(want, indent=1, sort_keys=True).splitlines(),
+                                    json.dumps(got, indent=1, sort_keys=True).splitlines(),
+                                    "recorded", "rendered now", lineterm="", n=2)
+        pytest.fail("the rendered manifests differ from the record:\n" + "\n".join(list(diff)[:200]))
+
+
+def test_the_record_covers_every_template_and_the_hashes_differ_by_rotation():
+    want = json.loads(RECORD.read_text())
+    assert len(want) == 9
+    every = want["every-component / no-rotation"]
+    assert {"apiserver.yaml.j2", "etcd", "components-absent aggregated", "components-absent components",
+            "component karmada-search", "component karmada-descheduler"} <= set(every)
+
+    def pod_hash(case: str, key: str) -> str:
+        for obj in want[case][key]:
+            if obj["kind"] in ("Deployment", "StatefulSet"):
+                return obj["spec"]["template"]["metadata"]["annotations"]["operator.karmada.io/pki-hash"]
+        raise AssertionError(f"no workload in {key}")
+
+    plain, karmada, etcd = (f"every-component / {r}" for r in ROTATIONS)
+    # each phase of a rotation restarts karmada-apiserver; only the etcd CA's restarts etcd
+    assert len({pod_hash(plain, "apiserver.yaml.j2"), pod_hash(karmada, "apiserver.yaml.j2"),
+                pod_hash(etcd, "apiserver.yaml.j2")}) == 3
+    assert pod_hash(plain, "etcd") == pod_hash(karmada, "etcd") != pod_hash(etcd, "etcd")
