@@ -13,7 +13,7 @@ from karmada_operator import components as karmada_components
 from karmada_operator.backup import controller as ctl
 from karmada_operator.backup import lease as eb_lease
 from karmada_operator.backup import plan as eb_plan
-from karmada_operator.runtime import cr_pass
+from karmada_operator.runtime import status_writer
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 3, 10, 12, 0, 30, tzinfo=UTC)
@@ -159,8 +159,9 @@ def test_job_finished_reads_the_job_conditions():
 
 
 def test_event_object_names_the_backup():
-    ev = cr_pass.event_object(backup(), {"type": "Normal", "reason": "BackupSucceeded", "message": "x" * 2000}, NOW)
-    assert ev["involvedObject"] == {"apiVersion": cr_pass.API_VERSION, "kind": "EtcdBackup", "name": "nightly",
+    ev = status_writer.event_object(backup(), {"type": "Normal", "reason": "BackupSucceeded", "message": "x" * 2000},
+                                    NOW)
+    assert ev["involvedObject"] == {"apiVersion": status_writer.API_VERSION, "kind": "EtcdBackup", "name": "nightly",
                                     "namespace": "karmada-system", "uid": "bk-uid"}
     assert len(ev["message"]) == 1000 and ev["metadata"]["generateName"] == "nightly."
 

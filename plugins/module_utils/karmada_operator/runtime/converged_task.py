@@ -12,6 +12,7 @@ from typing import Any
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError, root_cause
 from karmada_operator.pki.pki import PkiInputError, renewal_window
 from karmada_operator.plan.converged import OWNED_KINDS, decide, record, unready_members
+from karmada_operator.runtime.status_writer import write_status
 from karmada_operator.task import ModuleFailed
 
 ARGUMENT_SPEC: dict[str, Any] = {
@@ -82,8 +83,7 @@ def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> d
             previous = ((cr.get("status") or {}).get("converged") or {}).get("fingerprint")
             converged = record(cr, objects, p["build"], now, p.get("certificates") or [], window,
                                p.get("server") or "", p.get("tls_server_name") or "")
-            kube.merge_patch(cr["apiVersion"], cr["kind"], cr["metadata"]["name"], {"status": {"converged": converged}},
-                             namespace=p["namespace"], subresource="status")
+            write_status(kube, cr, {"converged": converged})
     except (KubeError, KubeConfigError) as exc:
         raise ModuleFailed(str(exc)) from None
     return {"changed": converged["fingerprint"] != previous, "converged": True,

@@ -1,6 +1,6 @@
 """One reconcile pass of a kind whose controller is Python (EtcdBackup, EtcdRestore): read the
-object, let a reconciler decide, write its status (a merge patch; dropped keys go as null) and
-its Events. The modules in plugins/modules are argument specs around :func:`run`."""
+object, let a reconciler decide, write its status and its Events (runtime/status_writer.py, the
+one status writer; dropped keys go as null). The modules in plugins/modules are argument specs around :func:`run`."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
+from karmada_operator.runtime.status_writer import API_VERSION, write_status
 from karmada_operator.task import ModuleFailed
 
-API_VERSION = "operator.karmada.io/v1alpha1"
 FOLLOW_ACTIONS = ("started", "running")  # a Job runs: a reconciler with ``follow`` may wait for it
 IMAGE_ENV = "KARMADA_OPERATOR_IMAGE"  # the operator's own image, for the Jobs (config/manager sets it)
 
@@ -37,19 +36,6 @@ class Outcome:
     changed: bool = False
 
 
-def event_object(obj: Mapping[str, Any], event: Mapping[str, str], now: datetime) -> dict[str, Any]:
-    """A core/v1 Event about ``obj`` (what `kubectl describe` shows)."""
-    meta = obj["metadata"]
-    stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-            "involvedObject": {"apiVersion": obj.get("apiVersion") or API_VERSION, "kind": obj["kind"],
-                               "name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid", "")},
-            "type": event["type"], "reason": event["reason"], "message": event["message"][:1000],
-            "source": {"component": "karmada-operator"}, "firstTimestamp": stamp, "lastTimestamp": stamp,
-            "count": 1}
-
-
 def _one_pass(live: Kube, creator: Kube | None, obj: dict[str, Any], image: str, p: Mapping[str, Any],
               make: Callable[..., Any]) -> tuple[Any, Outcome, bool]:
     """Reconcile ``obj`` once; write its status (when it differs) and Events."""
@@ -57,16 +43,10 @@ def _one_pass(live: Kube, creator: Kube | None, obj: dict[str, Any], image: str,
     outcome = rec.reconcile()
     current = obj.get("status") or {}
     new = outcome.status
-    wrote = False
-    if new != current and outcome.action != "deleting":
-        patch = {**new, **{k: None for k in current.keys() - new.keys()}}
-        meta = obj["metadata"]
-        live.merge_patch(API_VERSION, obj["kind"], meta["name"], {"status": patch}, meta["namespace"],
-                         subresource="status")
-        wrote = True
-    for event in outcome.events:
-        live.create(event_object(obj, event, rec.now))
-    return rec, outcome, wrote
+    changes = {} if outcome.action == "deleting" else {
+        k: new.get(k) for k in current.keys() | new.keys() if new.get(k) != current.get(k)}
+    write_status(live, obj, changes, outcome.events, rec.now)
+    return rec, outcome, bool(changes)
 
 
 def run(p: Mapping[str, Any], kind: str, make: Callable[..., Any]) -> dict[str, Any]:

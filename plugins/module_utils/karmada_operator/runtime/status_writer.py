@@ -1,16 +1,24 @@
-"""The k8s_status task: write the status subresource of a custom resource (Kubernetes-style
-conditions), and an Event when it changed. plugins/modules/k8s_status.py documents the options;
-plugins/action/k8s_status.py runs this in the controller process (karmada_operator/runtime/adapter.py)."""
+"""The one status writer: every status the operator writes, of every kind, goes through
+:func:`write_status` (a merge patch of the status subresource that makes each key it is given
+exactly its new value, and the Events that tell the story).
+
+Its callers: the k8s_status task (the KarmadaDeployment's role: conditions merged here,
+Kubernetes-style; plugins/modules/k8s_status.py documents the options, plugins/action/k8s_status.py
+runs it in the controller process), the Python-driven kinds' passes (runtime/cr_pass.py:
+EtcdBackup, EtcdRestore) and the record of a converged full pass (runtime/converged_task.py).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
 from karmada_operator.kube.conditions import ConditionError, status_patch
-from karmada_operator.runtime.cr_pass import event_object
 from karmada_operator.task import ModuleFailed
+
+API_VERSION = "operator.karmada.io/v1alpha1"
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "api_version": {"type": "str", "required": True},
@@ -34,6 +42,50 @@ def replacing_patch(current: Any, new: Any) -> Any:
     for key, value in new.items():
         out[key] = replacing_patch(current[key], value) if key in current else value
     return out
+
+
+def event_object(obj: Mapping[str, Any], event: Mapping[str, str], now: datetime) -> dict[str, Any]:
+    """A core/v1 Event about ``obj`` (what `kubectl describe` shows)."""
+    meta = obj["metadata"]
+    stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {"apiVersion": obj.get("apiVersion") or API_VERSION, "kind": obj["kind"],
+                               "name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid", "")},
+            "type": event["type"], "reason": event["reason"], "message": event["message"][:1000],
+            "source": {"component": "karmada-operator"}, "firstTimestamp": stamp, "lastTimestamp": stamp,
+            "count": 1}
+
+
+def write_status(kube: Kube, obj: Mapping[str, Any], changes: Mapping[str, Any],
+                 events: Iterable[Mapping[str, str]] = (), now: datetime | None = None,
+                 warn: Callable[[str], None] | None = None) -> list[str]:
+    """Write ``changes`` (status key -> its new value; None drops the key) into ``obj``'s status
+    subresource and create ``events`` about it; the names of the Events made.
+
+    One merge patch: a key of a nested object the new value no longer has goes as null (a merge
+    patch merges objects key by key, so status.upgrade would otherwise keep the stoppedAt of an
+    earlier stop); keys not in ``changes`` are left as they are. ``obj`` is the object as the
+    caller read it (its status is what the patch is made against). A failed Event is reported to
+    ``warn`` when given (the status is written; a lost Event is not worth a failed run), else raised.
+    """
+    meta = obj["metadata"]
+    current = obj.get("status") or {}
+    if changes:
+        patch = {k: (None if v is None else replacing_patch(current.get(k), v)) for k, v in changes.items()}
+        kube.merge_patch(obj.get("apiVersion") or API_VERSION, obj["kind"], meta["name"], {"status": patch},
+                         meta.get("namespace"), subresource="status")
+    made = []
+    for event in events:
+        try:
+            out = kube.create(event_object(obj, event, now or datetime.now(UTC)))
+        except KubeError as exc:
+            if warn is None:
+                raise
+            warn(f"status of {obj['kind']} {meta['name']} written, but its Event was not: {exc.status} {exc.message}")
+        else:
+            made.append((out.get("metadata") or {}).get("name", ""))
+    return made
 
 
 def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> dict[str, Any]:
@@ -65,25 +117,16 @@ def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> d
         out: dict[str, Any] = {"changed": True, "status": new, "changed_fields": changed_fields}
         if check_mode:
             return out
+        event = p.get("event") or {}
+        events = [{"type": event.get("type") or "Normal", "reason": str(event["reason"]),
+                   "message": str(event.get("message") or "")}] if event.get("reason") else []
         try:
-            # A merge patch of the status subresource that makes it exactly ``new``: a key a
-            # nested object lost is sent as null (a merge patch merges objects key by key, so
-            # status.upgrade would otherwise keep the stoppedAt of an earlier stop).
-            kube.merge_patch(p["api_version"], p["kind"], p["name"], {"status": replacing_patch(current, new)},
-                             p.get("namespace"), subresource="status")
+            made = write_status(kube, {**obj, "apiVersion": p["api_version"]},
+                                {k: new[k] for k in changed_fields}, events, warn=warn)
         except KubeError as exc:
             if exc.status == 404:
                 return {"changed": False, "status": {}, "changed_fields": [], "msg": "object not found"}
             raise ModuleFailed(f"writing status of {what}: {exc.status} {exc.reason}: {exc.message}") from None
-        event = p.get("event") or {}
-        if event.get("reason"):
-            about = {**obj, "apiVersion": p["api_version"]}
-            want = {"type": event.get("type") or "Normal", "reason": str(event["reason"]),
-                    "message": str(event.get("message") or "")}
-            try:
-                made = kube.create(event_object(about, want, datetime.now(UTC)))
-            except KubeError as exc:  # the status is written; a lost Event is not worth a failed run
-                warn(f"status of {what} written, but its Event was not: {exc.status} {exc.message}")
-            else:
-                out["event"] = (made.get("metadata") or {}).get("name", "")
+        if made:
+            out["event"] = made[0]
         return out

@@ -11,7 +11,7 @@ from typing import Any
 from karmada_operator.etcd.gateway import EtcdClient, missing_tls, tls_files
 from karmada_operator.etcd.rollout import EtcdRolloutStopped, KubeMembers, MemberRolled, resolve_map, roll
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
-from karmada_operator.runtime.cr_pass import event_object
+from karmada_operator.runtime.status_writer import event_object
 from karmada_operator.task import ModuleFailed
 
 ARGUMENT_SPEC: dict[str, Any] = {

@@ -11,7 +11,7 @@ from karmada_operator.etcd.gateway import EtcdClient, EtcdError, missing_tls, tl
 from karmada_operator.etcd.rollout import resolve_map
 from karmada_operator.etcd.scaling import EtcdScaleStopped, KubeScaleSource, claim_templates, prepare, scale
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
-from karmada_operator.runtime.cr_pass import event_object
+from karmada_operator.runtime.status_writer import event_object
 from karmada_operator.task import ModuleFailed
 
 ARGUMENT_SPEC: dict[str, Any] = {

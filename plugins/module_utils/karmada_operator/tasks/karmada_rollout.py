@@ -10,7 +10,7 @@ from typing import Any
 
 from karmada_operator.controlplane.rollout import RolloutStopped, Step, StepResult, remove, rollout
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
-from karmada_operator.runtime.cr_pass import event_object
+from karmada_operator.runtime.status_writer import event_object
 from karmada_operator.task import ModuleFailed
 
 ARGUMENT_SPEC: dict[str, Any] = {
