@@ -16,8 +16,8 @@ from karmada_operator.kube import applied as applied_objects
 from karmada_operator.kube.kubeconfig import with_server
 from karmada_operator.kube.observed import certificates_condition, component_status, etcd_status, failure_message, pick
 from karmada_operator.members.plan import member_jobs, member_results, members_status
-from karmada_operator.pki import ca_rotation as karmada_ca_rotation
 from karmada_operator.pki.cert_rollout import apiserver_pki_hash
+from karmada_operator.plan import operations
 from karmada_operator.plan import requeue as karmada_requeue
 from karmada_operator.plan import upgrade as karmada_upgrade
 from karmada_operator.plan.converged import build_id
@@ -75,6 +75,10 @@ def requeue_after(cr, root, renew_at=None) -> str:
 class FilterModule:
     def filters(self):
         return {
+            # a day-2 operation's transition as status takes it: {fields, conditions, event}
+            # (module_utils/karmada_operator/plan/operations.py)
+            "karmada_day2": lambda record, name, transition, *facts: operations.report(
+                _plain(record or {}), str(name), str(transition), *_plain(list(facts))),
             # when the next certificate renewal comes before the next periodic reconcile
             # (module_utils/karmada_operator/plan/requeue.py): the requeue_after period, else ""
             "karmada_requeue_after": requeue_after,
@@ -98,19 +102,10 @@ class FilterModule:
             "karmada_failure_message": lambda result, task, pods=None: failure_message(
                 _plain(task), _plain(result or {}), pods=_plain(pods or [])),
             "karmada_kind": as_kind,
-            "karmada_ca_rotation_advance": lambda rotation, ready, message: karmada_ca_rotation.advance(
-                _plain(rotation), bool(ready), str(message or ""), datetime.now(UTC)),
-            "karmada_ca_rotation_condition": lambda rotation: karmada_ca_rotation.condition(_plain(rotation)),
-            "karmada_upgrade_finished": lambda record, steps: karmada_upgrade.finished(
-                _plain(record or {}), _plain(steps or []), datetime.now(UTC)),
-            "karmada_upgrade_stopped": lambda record, steps, component, message: karmada_upgrade.stopped(
-                _plain(record or {}), _plain(steps or []), str(component or ""), str(message or ""),
-                datetime.now(UTC)),
             "karmada_pre_upgrade_backup": lambda cr, backups, record: karmada_upgrade.pre_upgrade_backup(
                 _plain(cr), _plain(backups or []), _plain(record or {})),
             "karmada_pre_upgrade_backup_state": lambda backup: list(karmada_upgrade.pre_upgrade_backup_state(
                 _plain(backup or {}))),
-            "karmada_upgrade_condition": lambda record: karmada_upgrade.condition(_plain(record or {})),
             "karmada_b64_decode_values": b64_decode_values,
             "karmada_restore_gate": lambda restores, name, status=None: restore_gate(
                 _plain(restores or []), str(name), _plain(status or {})),

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from karmada_operator.plan import operations
 from karmada_operator.plan import pass_plan as pp
 from karmada_operator.plan import plan as kp
 from karmada_operator.task import ModuleFailed
@@ -178,3 +179,42 @@ def test_the_pki_hashes_restart_only_what_reads_the_changed_keys():
     new_etcd_ca["etcd"]["ca.crt"] = "another CA"
     moved = pp.pki_hashes(plan, new_etcd_ca, {}, {})
     assert moved["etcd"] != before["etcd"] and moved["apiserverSpec"] != before["apiserverSpec"]
+
+
+# ---------------------------------------------------------------- day-2 operations (plan/operations.py)
+
+def test_every_operation_reports_its_transitions_as_status_takes_them():
+    record = {"fromVersion": "v1.16.0", "toVersion": "v1.17.0", "phase": "InProgress", "startTime": "t0",
+              "components": []}
+    rolled = [{"name": "karmada-apiserver", "version": "v1.17.0", "changed": True}]
+    stopped = operations.report(record, "upgrade", "stopped", rolled, "karmada-scheduler", "0/1 ready",
+                                now=lambda: NOW)
+    assert stopped["fields"]["upgrade"]["phase"] == "Stopped"
+    assert stopped["fields"]["upgrade"]["stoppedAt"] == "karmada-scheduler"
+    assert stopped["conditions"] == [{"type": "Upgrading", "status": "False", "reason": "UpgradeStopped",
+                                      "message": "upgrade from v1.16.0 to v1.17.0 stopped at karmada-scheduler: "
+                                                 "0/1 ready"}]
+    assert stopped["event"] == {}
+    done = operations.report(record, "upgrade", "finished", rolled, now=lambda: NOW)
+    assert done["fields"]["upgrade"]["phase"] == "Succeeded" and done["fields"]["upgrade"]["endTime"]
+    assert done["event"] == {"reason": "UpgradeSucceeded", "message": done["conditions"][0]["message"]}
+
+    doing = {"ca": "karmada", "phase": "Reissuing", "requestedAt": "r", "oldSerial": "01", "newSerial": "02",
+             "message": "Reissuing: every leaf"}
+    report = operations.report(doing, "caRotation", "doing", now=lambda: NOW)
+    assert report["fields"] == {"caRotation": doing}
+    assert report["conditions"][0]["type"] == "CARotated" and report["conditions"][0]["status"] == "False"
+    assert report["event"] == {"type": "Normal", "reason": "CARotationReissuing",
+                               "message": "karmada CA (serial 01 -> 02): Reissuing: every leaf"}
+    moved = operations.report(doing, "caRotation", "advanced", True, "2/2 Ready", now=lambda: NOW)
+    assert moved["fields"]["caRotation"]["phase"] == "Dropping" and moved["event"]["type"] == "Normal"
+    kept = operations.report(doing, "caRotation", "advanced", False, "member1 not Ready", now=lambda: NOW)
+    assert kept["fields"]["caRotation"]["phase"] == "Reissuing" and kept["event"]["type"] == "Warning"
+    assert "member1 not Ready" in kept["fields"]["caRotation"]["message"]
+
+
+def test_an_unknown_operation_or_transition_is_an_error():
+    with pytest.raises(ValueError, match="no day-2 operation"):
+        operations.report({}, "defrag", "doing")
+    with pytest.raises(ValueError, match="no transition"):
+        operations.report({"phase": "InProgress"}, "upgrade", "paused")

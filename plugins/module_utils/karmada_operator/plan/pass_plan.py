@@ -15,8 +15,9 @@ plan into this pass's own plan:
 - ``conditions``: on a members-only pass, the control plane's conditions, to be written again
   with the members' (stamped with this generation).
 
-A version change the preflight refuses, or a CA-rotation request the operator cannot act on,
-fails the plan step with the reason and message status shows (``PassRefused``).
+Every day-2 operation is admitted here, once (plan/operations.py): a version change the
+preflight refuses, or a CA-rotation request the operator cannot act on, fails the plan step with
+the reason and message status shows (``PassRefused``).
 
 The hashes that decide which pods restart come from the key material, so the PKI step makes
 them (:func:`pki_hashes`), from the same plan.
@@ -30,22 +31,16 @@ from typing import Any
 
 from karmada_operator.pki import ca_rotation
 from karmada_operator.plan import upgrade as karmada_upgrade
+from karmada_operator.plan.operations import PassRefused, admit_all
 from karmada_operator.plan.plan import config_hash, mounts_hash
+
+__all__ = ["PassRefused", "control_plane_steps", "pki_hashes", "plan_pass", "step"]
 
 MODE_FULL, MODE_MEMBERS, MODE_DELETE = "full", "members", "delete"
 
 # A CA whose Dropping phase also trims the client CAs kube-apiserver lists in
 # kube-system/extension-apiserver-authentication (docs/certificates.md).
 CLIENT_CAS = ("karmada", "front-proxy")
-
-
-class PassRefused(Exception):
-    """This pass cannot start: ``reason`` for status, ``field`` the spec path when one is at fault."""
-
-    def __init__(self, message: str, reason: str, field: str = "") -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.field = field
 
 
 def step(name: str, file: str = "", **tells: Any) -> dict[str, Any]:
@@ -125,15 +120,9 @@ def plan_pass(cr: Mapping[str, Any], plan: Mapping[str, Any], *, converged_contr
     if deleting:
         return {"mode": MODE_DELETE, "steps": [], "upgrade": {}, "reverse": False, "caRotation": {},
                 "conditions": []}
-    now = now or datetime.now(UTC)
-    try:
-        rotation = ca_rotation.current(cr, now)
-    except ca_rotation.CaRotationError as exc:
-        raise PassRefused(str(exc), "InvalidSpec", exc.field) from None
-    refusal = karmada_upgrade.refusal(cr, plan["karmadaVersion"])
-    if refusal:
-        raise PassRefused(refusal["message"], refusal["reason"], "spec.karmadaVersion")
-    upgrade = karmada_upgrade.started(cr, plan["karmadaVersion"], now)
+    # every day-2 operation admitted once (plan/operations.py); a refusal fails the pass here
+    records = admit_all(cr, plan, now or datetime.now(UTC))
+    rotation, upgrade = records["caRotation"], records["upgrade"]
     reverse = karmada_upgrade.is_rollback(upgrade)
     if not rotation and members_only(cr, plan, converged_control_plane):
         return {"mode": MODE_MEMBERS, "steps": [], "upgrade": upgrade, "reverse": reverse, "caRotation": {},

@@ -1,0 +1,114 @@
+"""Day-2 operations behind one interface: a version change (``upgrade``) and a CA rotation
+(``caRotation``) today; the next ones (defragmentation, encryption-key rotation) join them here.
+
+An operation is a state machine recorded in its own status field (its name). Each one says:
+
+- ``admit(cr, plan, now)``: the record this pass works on ({} when there is nothing to do), or
+  PassRefused with the reason status shows (an unsupported version change, a CA rotation the
+  operator cannot do). The pass plan (pass_plan.plan_pass) admits every operation once per pass.
+- ``report(record, transition, *facts)``: the status a transition writes, as the status writer
+  takes it: ``{"fields": {name: record}, "conditions": [...], "event": {...} or {}}``.
+
+The transitions: an upgrade ``stopped`` (a step failed: where, why) or ``finished`` (the plane
+converged on the new version); a CA rotation ``doing`` (this pass does its phase) or
+``advanced`` (the phase is done on the control plane; the next one when every member is Ready).
+Each operation's logic stays in its module (plan/upgrade.py, pki/ca_rotation.py); this is the
+one place the pass and the status step reach it through, so a new operation is one class here
+plus its logic, a step file when it needs one, and its entry in pass_plan.control_plane_steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from karmada_operator.pki import ca_rotation
+from karmada_operator.plan import upgrade as karmada_upgrade
+
+
+class PassRefused(Exception):
+    """This pass cannot start: ``reason`` for status, ``field`` the spec path when one is at fault."""
+
+    def __init__(self, message: str, reason: str, field: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.field = field
+
+
+def _report(name: str, record: Mapping[str, Any], condition: Mapping[str, Any],
+            event: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    return {"fields": {name: dict(record)}, "conditions": [dict(condition)] if condition else [],
+            "event": dict(event or {})}
+
+
+class Upgrade:
+    """A change of spec.karmadaVersion (plan/upgrade.py): one minor up at a time, down only as a
+    rollback or when allowed, on a healthy plane; status.upgrade and the Upgrading condition."""
+
+    name = "upgrade"
+
+    def admit(self, cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+        refusal = karmada_upgrade.refusal(cr, plan["karmadaVersion"])
+        if refusal:
+            raise PassRefused(refusal["message"], refusal["reason"], "spec.karmadaVersion")
+        return karmada_upgrade.started(cr, plan["karmadaVersion"], now)
+
+    def report(self, record: Mapping[str, Any], transition: str, *facts: Any, now: datetime) -> dict[str, Any]:
+        if transition == "stopped":
+            rolled, component, message = facts
+            after = karmada_upgrade.stopped(record, rolled, component, message, now)
+            return _report(self.name, after, karmada_upgrade.condition(after))
+        if transition == "finished":
+            (rolled,) = facts
+            after = karmada_upgrade.finished(record, rolled, now)
+            cond = karmada_upgrade.condition(after)
+            return _report(self.name, after, cond, {"reason": "UpgradeSucceeded", "message": cond["message"]})
+        raise ValueError(f"upgrade has no transition {transition!r} (stopped, finished)")
+
+
+class CaRotation:
+    """A CA rotation with a trust transition (pki/ca_rotation.py): Trusting, Reissuing, Dropping,
+    Done, each phase a full pass; status.caRotation and the CARotated condition."""
+
+    name = "caRotation"
+
+    def admit(self, cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+        try:
+            return ca_rotation.current(cr, now)
+        except ca_rotation.CaRotationError as exc:
+            raise PassRefused(str(exc), "InvalidSpec", exc.field) from None
+
+    def report(self, record: Mapping[str, Any], transition: str, *facts: Any, now: datetime) -> dict[str, Any]:
+        if transition == "doing":
+            # ``record``: the phase as the certificates step did it (ca_rotation.in_progress)
+            message = (f"{record.get('ca')} CA (serial {record.get('oldSerial') or '?'} -> "
+                       f"{record.get('newSerial') or '?'}): {record.get('message', '')}")
+            return _report(self.name, record, ca_rotation.condition(record),
+                           {"type": "Normal", "reason": f"CARotation{record.get('phase')}", "message": message})
+        if transition == "advanced":
+            members_ready, members_message = facts
+            after = ca_rotation.advance(record, bool(members_ready), str(members_message or ""), now)
+            moved = after.get("phase") != record.get("phase")
+            return _report(self.name, after, ca_rotation.condition(after),
+                           {"type": "Normal" if moved else "Warning", "reason": f"CARotation{after.get('phase')}",
+                            "message": str(after.get("message") or "")})
+        raise ValueError(f"caRotation has no transition {transition!r} (doing, advanced)")
+
+
+OPERATIONS: dict[str, Upgrade | CaRotation] = {op.name: op for op in (Upgrade(), CaRotation())}
+
+
+def admit_all(cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, dict[str, Any]]:
+    """Every operation's record for this pass, in the registry's order (CA rotation errors first
+    would be as good; the order only decides which refusal a spec with two gets)."""
+    order = ("caRotation", "upgrade")
+    return {name: OPERATIONS[name].admit(cr, plan, now) for name in order}
+
+
+def report(record: Mapping[str, Any], name: str, transition: str, *facts: Any,
+           now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> dict[str, Any]:
+    """The status ``transition`` of operation ``name`` writes (the roles' one day-2 filter)."""
+    if name not in OPERATIONS:
+        raise ValueError(f"no day-2 operation {name!r} ({', '.join(OPERATIONS)})")
+    return OPERATIONS[name].report(record, transition, *facts, now=now())
