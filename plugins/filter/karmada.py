@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import UTC, datetime
 
 from ansible.errors import AnsibleFilterError
 
@@ -14,13 +13,11 @@ from karmada_operator.backup.restore import restore_gate
 # (only modules get them, packed by AnsiballZ), so load the same files as plain Python.
 from karmada_operator.kube import applied as applied_objects
 from karmada_operator.kube.kubeconfig import with_server
-from karmada_operator.kube.observed import certificates_condition, component_status, etcd_status, failure_message, pick
+from karmada_operator.kube.observed import failure_message, running_status
 from karmada_operator.members.plan import member_jobs, member_results, members_status
 from karmada_operator.pki.cert_rollout import apiserver_pki_hash
 from karmada_operator.plan import operations
-from karmada_operator.plan import requeue as karmada_requeue
 from karmada_operator.plan import upgrade as karmada_upgrade
-from karmada_operator.plan.converged import build_id
 from karmada_operator.runtime import templates as role_templates
 
 
@@ -64,14 +61,6 @@ def kubeconfig_with_server(kubeconfig: str, server: str, tls_server_name: str = 
     return with_server(_plain(kubeconfig), _plain(server), _plain(tls_server_name))
 
 
-def requeue_after(cr, root, renew_at=None) -> str:
-    cr = _plain(cr or {})
-    if renew_at is None:
-        renew_at = ((cr.get("status") or {}).get("converged") or {}).get("renewAt") or ""
-    return karmada_requeue.requeue_after(cr, str(renew_at or ""), karmada_requeue.watches_period(str(root)),
-                                         datetime.now(UTC))
-
-
 class FilterModule:
     def filters(self):
         return {
@@ -81,7 +70,6 @@ class FilterModule:
                 _plain(record or {}), str(name), str(transition), *_plain(list(facts))),
             # when the next certificate renewal comes before the next periodic reconcile
             # (module_utils/karmada_operator/plan/requeue.py): the requeue_after period, else ""
-            "karmada_requeue_after": requeue_after,
             "karmada_kubeconfig_server": kubeconfig_with_server,
             # skip applying what is already there (module_utils/karmada_operator/kube/applied.py)
             "karmada_with_digest": lambda objs: applied_objects.with_digest(_plain(objs or [])),
@@ -91,14 +79,13 @@ class FilterModule:
             "karmada_render": render_templates,
             "karmada_component_steps": component_steps,
             # the operator's code under a directory (the parent of playbooks/): a new build runs a full pass
-            "karmada_build_id": lambda root: build_id(str(root)),
             "karmada_apiserver_pki_hash": lambda live, wanted, spec_hash: apiserver_pki_hash(
                 _plain(live) if live else None, str(wanted), str(spec_hash)),
             "karmada_b64_values": b64_values,
-            "karmada_component_status": component_status,
-            "karmada_etcd_status": etcd_status,
-            "karmada_pick": pick,
-            "karmada_certificates_condition": lambda certs: certificates_condition(_plain(certs or [])),
+            # the Running status once every gate passed (module_utils/karmada_operator/kube/observed.py)
+            "karmada_running_status": lambda deployments, pods, plan, certificates, health, replaced: running_status(
+                _plain(deployments or []), _plain(pods or []), _plain(plan), _plain(certificates or []),
+                _plain(health or {}), str(replaced or "")),
             "karmada_failure_message": lambda result, task, pods=None: failure_message(
                 _plain(task), _plain(result or {}), pods=_plain(pods or [])),
             "karmada_kind": as_kind,

@@ -36,9 +36,10 @@ options:
     type: str
     required: true
   build:
-    description: Digest of the operator's code (the C(karmada_build_id) filter).
+    description:
+      - Digest of the operator's code (C(build_id) in plan/converged.py); by default this
+        operator's own, computed from the directory holding its plugins.
     type: str
-    required: true
   recheck_after:
     description: With I(mode=check), seconds after which a full pass runs even when nothing changed.
     type: int
@@ -86,6 +87,13 @@ reason:
 renew_at:
   description: (record) When the soonest certificate enters its renewal window (C(renewAt)), empty when none is listed.
   returned: when mode is record
+  type: str
+requeue_after:
+  description:
+    - The period after which the runtime should reconcile again (C(<n>s)) when the next
+      certificate renewal comes before the next periodic reconcile, else empty (plan/requeue.py).
+    - (check) only when the run may end now.
+  returned: always
   type: str
 """
 

@@ -7,7 +7,8 @@ from karmada_operator.kube import observed as ko
 from karmada_operator.plan import plan as kp
 
 ROOT = Path(__file__).resolve().parents[2]
-PLAN = kp.build_plan(yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text()))
+SAMPLE = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+PLAN = kp.build_plan(SAMPLE)
 
 
 def deployment(name, image, replicas, ready):
@@ -162,3 +163,27 @@ def test_status_components_report_the_version_of_the_running_pods():
     assert by["karmada-apiserver"]["version"] == "v1.34.12"
     assert by["karmada-webhook"]["version"] == ""  # no pod ready: no version claimed
     assert {c["name"]: c["version"] for c in ko.component_status(deps, plan)}["karmada-scheduler"] == "v1.18.2"
+
+
+def test_the_running_status_is_every_field_and_condition_the_status_step_writes():
+    plan = kp.build_plan(SAMPLE)
+    certs = [{"name": "apiserver", "notAfter": "2027-01-01T00:00:00Z", "serial": "x"},
+             {"name": "etcd-server", "notAfter": "2026-12-31T00:00:00Z", "serial": "y"}]
+    out = ko.running_status([], [], plan, certs, {}, "karmada-etcd-1 (lost its data)")
+    assert out["phase"] == "Running"
+    assert out["event"] == {"reason": "Running", "message": f"Karmada {plan['karmadaVersion']} is serving"}
+    fields = out["fields"]
+    assert fields["certificates"] == [{"name": "apiserver", "notAfter": "2027-01-01T00:00:00Z"},
+                                      {"name": "etcd-server", "notAfter": "2026-12-31T00:00:00Z"}]
+    assert fields["controlPlaneHash"] == plan["controlPlaneHash"]
+    assert fields["apiServerEndpoints"][-1] == plan["endpoints"]["inCluster"]
+    assert [c["name"] for c in fields["components"]][0] == "karmada-apiserver"
+    assert [c["type"] for c in out["conditions"]] == ["CertificatesValid", "EtcdReady", "ControlPlaneReady", "Ready"]
+    etcd = out["conditions"][1]
+    assert etcd["reason"] == "QuorumReady"
+    assert etcd["message"] == "3/3 members ready; last replacement: karmada-etcd-1 (lost its data)"
+    assert "etcd-server at 2026-12-31" in out["conditions"][0]["message"]
+    external = dict(SAMPLE, spec={**SAMPLE["spec"], "etcd": {"external": {
+        "endpoints": ["https://e1:2379", "https://e2:2379"], "tlsSecretRef": {"name": "ext"}}}})
+    ext = ko.running_status([], [], kp.build_plan(external), [], {}, "")["conditions"][1]
+    assert (ext["reason"], ext["message"]) == ("ExternalEtcd", "using https://e1:2379,https://e2:2379")

@@ -54,3 +54,16 @@ def test_the_objects_own_period_wins_as_in_the_runtime():
     assert kr.requeue_after(long, "2026-12-04T12:30:00Z", 600, NOW) == "1800s"
     # an annotation the runtime cannot parse: the watches.yaml period stands
     assert kr.requeue_after(cr({kr.PERIOD_ANNOTATION: "soon"}), "2026-12-04T12:30:00Z", 600, NOW) == ""
+
+
+def test_the_converged_task_reads_its_own_operator_s_period_and_build():
+    from karmada_operator.plan.converged import build_id
+    from karmada_operator.runtime import converged_task
+
+    assert converged_task.OPERATOR_ROOT == ROOT
+    assert converged_task.own_build() == build_id(str(ROOT))
+    now = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+    cr = {"metadata": {"name": "k"}}
+    assert converged_task.requeue(cr, "2026-12-05T12:05:00Z", now) == "300s"  # before the 10m period
+    assert converged_task.requeue(cr, "2026-12-05T13:00:00Z", now) == ""
+    assert converged_task.requeue(cr, "", now) == ""

@@ -107,6 +107,46 @@ def certificates_condition(certificates: list[dict[str, Any]]) -> dict[str, Any]
                        f"at {soonest.get('notAfter')}"}
 
 
+def running_status(deployments: list[dict[str, Any]], pods: list[dict[str, Any]], plan: dict[str, Any],
+                   certificates: list[dict[str, Any]], etcd_health: dict[str, Any] | None = None,
+                   last_replacement: str = "") -> dict[str, Any]:
+    """What the status step writes once every gate passed: phase Running, the fields (the version
+    its pods run per component, etcd's members, endpoints, certificate expiry) and the
+    conditions, as the status writer takes them (``{phase, fields, conditions, event}``).
+
+    ``deployments``/``pods``: the control plane's, read back now; ``certificates``: the
+    certificates step's metadata; ``etcd_health``: the quorum gate's report; ``last_replacement``:
+    what the etcd step says it last replaced ("" for none)."""
+    etcd = plan["etcd"]
+    serving = f"Karmada {plan['karmadaVersion']} is serving"
+    if etcd["mode"] == "local":
+        etcd_message = f"{etcd['replicas']}/{etcd['replicas']} members ready" + (
+            f"; last replacement: {last_replacement}" if last_replacement else "")
+    else:
+        etcd_message = "using " + ",".join(etcd["endpoints"])
+    return {
+        "phase": "Running",
+        "event": {"reason": "Running", "message": serving},
+        "fields": {
+            "karmadaVersion": plan["karmadaVersion"],
+            "components": component_status(deployments, plan, pods),
+            "etcd": etcd_status(pods, plan, etcd_health or {}),
+            "apiServerEndpoints": list(plan["endpoints"]["external"]) + [plan["endpoints"]["inCluster"]],
+            "adminKubeconfigSecret": plan["names"]["adminKubeconfigSecret"],
+            "controlPlaneHash": plan["controlPlaneHash"],
+            "certificates": [pick(c, ["name", "notAfter"]) for c in certificates],
+        },
+        "conditions": [
+            certificates_condition(certificates),
+            {"type": "EtcdReady", "status": "True",
+             "reason": "QuorumReady" if etcd["mode"] == "local" else "ExternalEtcd", "message": etcd_message},
+            {"type": "ControlPlaneReady", "status": "True", "reason": "AllComponentsReady",
+             "message": f"karmada-apiserver and {len(plan['enabledComponents'])} components ready"},
+            {"type": "Ready", "status": "True", "reason": "Running", "message": serving},
+        ],
+    }
+
+
 def pick(data: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     return {k: data[k] for k in keys if k in data}
 

@@ -6,23 +6,45 @@ documents the options; plugins/action/karmada_converged.py runs this in the cont
 from __future__ import annotations
 
 import base64
+import functools
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError, root_cause
 from karmada_operator.pki.pki import PkiInputError, renewal_window
-from karmada_operator.plan.converged import OWNED_KINDS, decide, record, unready_members
+from karmada_operator.plan.converged import OWNED_KINDS, build_id, decide, record, unready_members
+from karmada_operator.plan.requeue import requeue_after, watches_period
 from karmada_operator.runtime.status_writer import write_status
 from karmada_operator.task import ModuleFailed
+
+# The operator's directory (watches.yaml, playbooks/, roles/, plugins/): this file is
+# plugins/module_utils/karmada_operator/runtime/converged_task.py under it.
+OPERATOR_ROOT = Path(__file__).resolve().parents[4]
+
+
+@functools.cache
+def own_build() -> str:
+    """This operator's build (its code under OPERATOR_ROOT), computed once per process."""
+    return build_id(str(OPERATOR_ROOT))
+
+
+def requeue(cr: dict[str, Any], renew_at: str, now: datetime) -> str:
+    """"<n>s" when the next certificate renewal comes before the next periodic reconcile, else ""
+    (plan/requeue.py): the runtime is asked to come back then."""
+    return requeue_after(cr, renew_at, watches_period(OPERATOR_ROOT), now)
+
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "mode": {"type": "str", "choices": ["check", "record"], "required": True},
     "cr": {"type": "dict", "required": True},
     "namespace": {"type": "str", "required": True},
     "selector": {"type": "str", "required": True},
-    "build": {"type": "str", "required": True},
+    # a digest of the operator's code (plan/converged.build_id); default: this operator's own
+    "build": {"type": "str"},
     "recheck_after": {"type": "int", "default": 3600},
     "admin_kubeconfig_secret": {"type": "str"},
+    # the certificates step's metadata (name and notAfter are kept)
     "certificates": {"type": "list", "elements": "dict", "default": []},
     "server": {"type": "str", "default": ""},
     "tls_server_name": {"type": "str", "default": ""},
@@ -69,22 +91,27 @@ def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> d
         with Kube.default(p.get("kubeconfig"), in_cluster_first=True) as kube:
             objects = owned(kube, p["namespace"], p["selector"])
             if p["mode"] == "check":
-                decision = decide(cr, objects, p["build"], now, float(p["recheck_after"]))
+                decision = decide(cr, objects, p.get("build") or own_build(), now, float(p["recheck_after"]))
                 reason = decision.reason
                 if decision.converged and p.get("admin_kubeconfig_secret") and (cr.get("spec") or {}).get("members"):
                     reason = members_check(kube, cr, p["admin_kubeconfig_secret"]) or reason
-                return {"changed": False, "converged": decision.converged and reason == decision.reason,
+                converged = decision.converged and reason == decision.reason
+                renew_at = ((cr.get("status") or {}).get("converged") or {}).get("renewAt") or ""
+                return {"changed": False, "converged": converged,
                         "control_plane": decision.control_plane, "reason": reason,
-                        "service_ips": service_ips(objects)}
+                        "service_ips": service_ips(objects),
+                        "requeue_after": requeue(cr, str(renew_at), now) if converged else ""}
             try:
                 window = renewal_window((cr.get("spec") or {}).get("certificates") or {})
             except PkiInputError as exc:
                 raise ModuleFailed(str(exc)) from None
             previous = ((cr.get("status") or {}).get("converged") or {}).get("fingerprint")
-            converged = record(cr, objects, p["build"], now, p.get("certificates") or [], window,
+            certificates = [{k: c[k] for k in ("name", "notAfter") if k in c} for c in p.get("certificates") or []]
+            converged = record(cr, objects, p.get("build") or own_build(), now, certificates, window,
                                p.get("server") or "", p.get("tls_server_name") or "")
             write_status(kube, cr, {"converged": converged})
     except (KubeError, KubeConfigError) as exc:
         raise ModuleFailed(str(exc)) from None
     return {"changed": converged["fingerprint"] != previous, "converged": True,
-            "reason": f"recorded the full pass at {converged['at']}", "renew_at": converged.get("renewAt", "")}
+            "reason": f"recorded the full pass at {converged['at']}", "renew_at": converged.get("renewAt", ""),
+            "requeue_after": requeue(cr, str(converged.get("renewAt") or ""), now)}
