@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 
 from ansible.errors import AnsibleFilterError
@@ -19,21 +18,6 @@ from karmada_operator.pki.cert_rollout import apiserver_pki_hash
 from karmada_operator.plan import operations
 from karmada_operator.plan import upgrade as karmada_upgrade
 from karmada_operator.runtime import templates as role_templates
-
-
-def b64_values(data: dict) -> dict:
-    """{key: text} -> {key: base64(text)}, the form of a Secret's data."""
-    return {k: base64.b64encode(str(v).encode()).decode() for k, v in sorted((data or {}).items())}
-
-
-def b64_decode_values(data: dict) -> dict:
-    """A Secret's data back to {key: text}."""
-    return {k: base64.b64decode(v).decode() for k, v in sorted((data or {}).items())}
-
-
-def as_kind(name: str, kind: str) -> dict:
-    """A name to {kind, name}, for loops over objects of several kinds."""
-    return {"kind": kind, "name": name}
 
 
 def _plain(value):
@@ -81,19 +65,16 @@ class FilterModule:
             # the operator's code under a directory (the parent of playbooks/): a new build runs a full pass
             "karmada_apiserver_pki_hash": lambda live, wanted, spec_hash: apiserver_pki_hash(
                 _plain(live) if live else None, str(wanted), str(spec_hash)),
-            "karmada_b64_values": b64_values,
             # the Running status once every gate passed (module_utils/karmada_operator/kube/observed.py)
             "karmada_running_status": lambda deployments, pods, plan, certificates, health, replaced: running_status(
                 _plain(deployments or []), _plain(pods or []), _plain(plan), _plain(certificates or []),
                 _plain(health or {}), str(replaced or "")),
             "karmada_failure_message": lambda result, task, pods=None: failure_message(
                 _plain(task), _plain(result or {}), pods=_plain(pods or [])),
-            "karmada_kind": as_kind,
             "karmada_pre_upgrade_backup": lambda cr, backups, record: karmada_upgrade.pre_upgrade_backup(
                 _plain(cr), _plain(backups or []), _plain(record or {})),
             "karmada_pre_upgrade_backup_state": lambda backup: list(karmada_upgrade.pre_upgrade_backup_state(
                 _plain(backup or {}))),
-            "karmada_b64_decode_values": b64_decode_values,
             "karmada_restore_gate": lambda restores, name, status=None: restore_gate(
                 _plain(restores or []), str(name), _plain(status or {})),
             "karmada_members_status": lambda spec, previous, results: members_status(

@@ -227,6 +227,10 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
             "imagePullSecrets": [{"name": s["name"]} for s in images.get("pullSecrets") or []],
         },
     }
+    # every workload a KarmadaDeployment can have, etcd first (what deletion removes, in order)
+    plan["workloads"] = ([{"kind": "StatefulSet", "name": names["etcd"]},
+                          {"kind": "Deployment", "name": plan["apiserver"]["name"]}]
+                         + [{"kind": "Deployment", "name": c["name"]} for c in plan["components"]])
     plan["controlPlaneHash"] = control_plane_hash(plan)
     return plan
 
