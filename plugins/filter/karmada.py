@@ -14,7 +14,6 @@ from karmada_operator.kube import applied as applied_objects
 from karmada_operator.kube.kubeconfig import with_server
 from karmada_operator.kube.observed import failure_message, running_status
 from karmada_operator.members.plan import member_jobs, member_results, members_status
-from karmada_operator.pki.cert_rollout import apiserver_pki_hash
 from karmada_operator.plan import operations
 from karmada_operator.plan import upgrade as karmada_upgrade
 from karmada_operator.runtime import templates as role_templates
@@ -63,8 +62,6 @@ class FilterModule:
             "karmada_render": render_templates,
             "karmada_component_steps": component_steps,
             # the operator's code under a directory (the parent of playbooks/): a new build runs a full pass
-            "karmada_apiserver_pki_hash": lambda live, wanted, spec_hash: apiserver_pki_hash(
-                _plain(live) if live else None, str(wanted), str(spec_hash)),
             # the Running status once every gate passed (module_utils/karmada_operator/kube/observed.py)
             "karmada_running_status": lambda deployments, pods, plan, certificates, health, replaced: running_status(
                 _plain(deployments or []), _plain(pods or []), _plain(plan), _plain(certificates or []),

@@ -116,6 +116,25 @@ options:
         every leaf of that CA; C(Dropping) leaves the new CA alone in the bundle and drops the old key.
         A phase asked for again keeps what is stored.
     type: dict
+  plan:
+    description:
+      - The KarmadaDeployment's plan (the karmada_plan task's RV(plan)). Given it, the module is
+        the certificates step of a pass: the options above come from C(plan.pki); it reads the
+        stored Secrets and C(spec.certificates.caSecretRef) itself, writes the three Secrets
+        (labels from the plan; keys no longer issued dropped) and returns RV(hashes),
+        RV(written) and RV(caRotation).
+    type: dict
+  rotation:
+    description: With O(plan), the CA rotation this pass works on (the pass's C(caRotation)).
+    type: dict
+    default: {}
+  recorded_rotation:
+    description: With O(plan), C(status.caRotation) as the pass started.
+    type: dict
+    default: {}
+  kubeconfig:
+    description: With O(plan), the cluster to read and write the Secrets in (default as every task).
+    type: path
 notes:
   - Check mode is supported; the result is computed but nothing is stored by this module anyway.
 """
@@ -155,6 +174,21 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+hashes:
+  description:
+    - (with O(plan)) The pod-template hashes that decide which pods restart - C(components) (one
+      per enabled component), C(apiserver), C(apiserverSpec), C(etcd) - and C(apiserverRestart)
+      C({now, later}), the hash karmada-apiserver gets in its step and after the components.
+  returned: with plan
+  type: dict
+written:
+  description: (with O(plan)) The Secrets this run created or changed.
+  returned: with plan
+  type: list
+caRotation:
+  description: (with O(plan)) C(status.caRotation) for the phase this pass does; C({}) without a rotation.
+  returned: with plan
+  type: dict
 changed:
   description: Whether any file was created or replaced (or an obsolete one dropped).
   type: bool

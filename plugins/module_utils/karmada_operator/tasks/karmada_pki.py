@@ -3,7 +3,8 @@
 Given the plan (``plan``), it is the whole certificates step of a pass: it reads the stored
 Secrets and a bring-your-own CA, makes or keeps every certificate, writes the three Secrets
 (keys no longer issued dropped), and returns the hashes that decide which pods restart
-(plan/pass_plan.pki_hashes) and the CA-rotation phase's status. Without ``plan`` it only
+(plan/pass_plan.pki_hashes), whether karmada-apiserver restarts for them now or after the
+components (pki/cert_rollout.py), and the CA-rotation phase's status. Without ``plan`` it only
 computes, from what it is given.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
 from karmada_operator.pki import ca_rotation as karmada_ca_rotation
+from karmada_operator.pki.cert_rollout import apiserver_pki_hash
 from karmada_operator.pki.pki import PkiInputError, files_from_secret_groups, reconcile_pki, secret_groups
 from karmada_operator.plan.pass_plan import pki_hashes
 from karmada_operator.task import ModuleFailed
@@ -134,9 +136,14 @@ def certificates_step(params: dict[str, Any], warn: Callable[[str], None]) -> di
                         "existing_groups_base64": False, "force_renew": pki["force_renew"],
                         "force_renew_issued_before": pki.get("force_renew_issued_before") or None,
                         "ca_rotation": karmada_ca_rotation.pki_input(rotation), "plan": None}, warn=warn)
-            written = [name for group, name in SECRETS.items()
+            written = [names[name] for group, name in SECRETS.items()
                        if _store(kube, stored[group], names[name], ns, plan["labels"],
                                  made["secret_groups"][group], made["secret_removals"].get(group) or {})]
+            hashes = pki_hashes(plan, made["secret_groups"], rotation, params["recorded_rotation"] or {})
+            # karmada-apiserver restarts for its certificates now, or after the components when
+            # only they changed (pki/cert_rollout.py): from the Deployment running now
+            running = live.get("apps/v1", "Deployment", plan["apiserver"]["name"], ns)
+            hashes["apiserverRestart"] = apiserver_pki_hash(running, hashes["apiserver"], hashes["apiserverSpec"])
         except KubeError as exc:
             raise ModuleFailed(f"{exc.status} {exc.reason}: {exc.message}") from exc
     return {
@@ -148,7 +155,8 @@ def certificates_step(params: dict[str, Any], warn: Callable[[str], None]) -> di
         "written": written,
         # key material: the steps after this one read it (etcd's client pair, admin.conf, the CAs)
         "files": made["files"],
-        "hashes": pki_hashes(plan, made["secret_groups"], rotation, params["recorded_rotation"] or {}),
+        # pod-template hashes (plan/pass_plan.py: pki_hashes) and apiserverRestart: {now, later}
+        "hashes": hashes,
         # status.caRotation while this pass does its phase ({} without a rotation)
         "caRotation": karmada_ca_rotation.in_progress(rotation, made["rotation"]) if rotation else {},
     }

@@ -1,0 +1,119 @@
+"""The certificates step of a pass (karmada_pki with ``plan``) against a real kube-apiserver.
+
+It reads the stored Secrets and a bring-your-own CA itself, writes the three Secrets, drops the
+keys of a component switched off, writes nothing on a second run, and decides whether
+karmada-apiserver restarts for its certificates now or after the components (from the
+Deployment running). Read back from the API server, through real ansible.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from karmada_operator.plan import plan as kp
+from support import kube_apiserver
+from support.ansible_adhoc import run_module
+
+ROOT = Path(__file__).resolve().parents[2]
+NS = "karmada-system"
+SECRETS = ("karmada-pki", "karmada-etcd-pki", "karmada-kubeconfigs")
+
+
+@pytest.fixture(scope="module")
+def server(bin_path, tmp_path_factory):
+    srv = kube_apiserver.start(bin_path("etcd"), bin_path("kube-apiserver"), bin_path("kubectl"),
+                               tmp_path_factory.mktemp("pki-step-apiserver"))
+    try:
+        srv.kubectl("create", "namespace", NS)
+        yield srv
+    finally:
+        srv.stop()
+
+
+def sample(**components) -> dict:
+    cr = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+    cr["metadata"].update({"namespace": NS, "uid": "u-1"})
+    for key, on in components.items():
+        cr["spec"].setdefault("components", {})[key] = {"enabled": on}
+    return cr
+
+
+def step(server, tmp_path, cr: dict, **extra) -> dict:
+    plan = kp.build_plan(cr)
+    return run_module("karmada_pki", {"plan": plan, "kubeconfig": str(server.kubeconfig), **extra}, tmp_path)
+
+
+def secret(server, name: str) -> dict:
+    return yaml.safe_load(server.kubectl("get", "secret", "-n", NS, name, "-o", "yaml").stdout)
+
+
+def test_the_step_stores_its_secrets_keeps_them_and_drops_what_is_no_longer_issued(server, tmp_path):
+    plan = kp.build_plan(sample(search=True))
+    assert tuple(plan["names"][k] for k in ("pkiSecret", "etcdPkiSecret", "kubeconfigSecret")) == SECRETS
+    first = step(server, tmp_path, sample(search=True))
+    assert first.get("failed") is not True, first.get("msg")
+    assert first["changed"] is True and first["written"] == list(SECRETS)
+    stored = {name: secret(server, name) for name in SECRETS}
+    for name in SECRETS:
+        assert stored[name]["metadata"]["labels"] == plan["labels"]
+    pki = {k: base64.b64decode(v).decode() for k, v in stored["karmada-pki"]["data"].items()}
+    assert pki["ca.crt"] == first["files"]["ca.crt"] and "karmada-search.crt" in pki
+    assert base64.b64decode(stored["karmada-etcd-pki"]["data"]["ca.crt"]).decode() == first["files"]["etcd/ca.crt"]
+    # the hashes the pods get, one per enabled component; no rotation: no rotation status
+    assert set(first["hashes"]["components"]) == {c["component"] for c in plan["components"] if c["enabled"]}
+    assert first["caRotation"] == {}
+
+    again = step(server, tmp_path, sample(search=True))
+    assert again["changed"] is False and again["written"] == []
+    assert again["hashes"] == first["hashes"]
+    assert {n: secret(server, n)["metadata"]["resourceVersion"] for n in SECRETS} == {
+        n: stored[n]["metadata"]["resourceVersion"] for n in SECRETS}
+
+    off = step(server, tmp_path, sample(search=False))
+    assert "karmada-pki" in off["written"]
+    left = secret(server, "karmada-pki")["data"]
+    assert "karmada-search.crt" not in left and "ca.crt" in left
+    assert base64.b64decode(left["ca.crt"]).decode() == first["files"]["ca.crt"]  # the CA is kept
+    assert "karmada-search" not in off["hashes"]["components"]
+
+
+def test_karmada_apiserver_restarts_last_when_only_its_certificates_changed(server, tmp_path):
+    cr = sample()
+    first = step(server, tmp_path, cr)
+    restart = first["hashes"]["apiserverRestart"]
+    assert restart == {"now": first["hashes"]["apiserver"], "later": ""}  # nothing running yet
+    plan = kp.build_plan(cr)
+    running = {"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": plan["apiserver"]["name"], "namespace": NS,
+                            "annotations": {"operator.karmada.io/spec-hash": first["hashes"]["apiserverSpec"]}},
+               "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                   "metadata": {"labels": {"a": "b"}, "annotations": {"operator.karmada.io/pki-hash": "older"}},
+                   "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    path = tmp_path / "deploy.yaml"
+    path.write_text(yaml.safe_dump(running))
+    server.kubectl("apply", "-f", str(path))
+    later = step(server, tmp_path, cr)["hashes"]["apiserverRestart"]
+    assert later == {"now": "older", "later": first["hashes"]["apiserver"]}
+    # a spec change (here: the spec hash the Deployment carries differs) rolls it now
+    changed = copy.deepcopy(running)
+    changed["metadata"]["annotations"]["operator.karmada.io/spec-hash"] = "another"
+    path.write_text(yaml.safe_dump(changed))
+    server.kubectl("apply", "-f", str(path))
+    assert step(server, tmp_path, cr)["hashes"]["apiserverRestart"]["later"] == ""
+
+
+def test_a_missing_bring_your_own_ca_fails_naming_the_field_and_writes_nothing(server, tmp_path):
+    cr = sample()
+    cr["metadata"]["name"] = "byo"
+    cr["spec"].setdefault("certificates", {})["caSecretRef"] = {"name": "no-such-ca"}
+    out = step(server, tmp_path, cr)
+    assert out["failed"] is True
+    assert out["field"] == "spec.certificates.caSecretRef"
+    assert "Secret no-such-ca not found" in out["msg"]
+    names = server.kubectl("get", "secret", "-n", NS, "-o", "name").stdout
+    assert "byo-pki" not in names
