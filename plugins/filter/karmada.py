@@ -15,7 +15,6 @@ from karmada_operator.kube.kubeconfig import with_server
 from karmada_operator.kube.observed import failure_message, running_status
 from karmada_operator.members.plan import member_jobs, member_results, members_status
 from karmada_operator.plan import operations
-from karmada_operator.plan import upgrade as karmada_upgrade
 from karmada_operator.runtime import templates as role_templates
 
 
@@ -68,10 +67,6 @@ class FilterModule:
                 _plain(health or {}), str(replaced or "")),
             "karmada_failure_message": lambda result, task, pods=None: failure_message(
                 _plain(task), _plain(result or {}), pods=_plain(pods or [])),
-            "karmada_pre_upgrade_backup": lambda cr, backups, record: karmada_upgrade.pre_upgrade_backup(
-                _plain(cr), _plain(backups or []), _plain(record or {})),
-            "karmada_pre_upgrade_backup_state": lambda backup: list(karmada_upgrade.pre_upgrade_backup_state(
-                _plain(backup or {}))),
             "karmada_restore_gate": lambda restores, name, status=None: restore_gate(
                 _plain(restores or []), str(name), _plain(status or {})),
             "karmada_members_status": lambda spec, previous, results: members_status(
