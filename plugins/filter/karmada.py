@@ -31,14 +31,6 @@ def render_templates(names: list, role: str, context: dict) -> list:
         raise AnsibleFilterError(f"karmada_render: {err.args[0]}") from err
 
 
-def component_steps(components: list, plan: dict, pki: dict) -> list:
-    """karmada_rollout's steps for the enabled components of one step (component.yaml.j2)."""
-    try:
-        return role_templates.component_steps(components or [], _plain(plan), _plain(pki))
-    except KeyError as err:
-        raise AnsibleFilterError(f"karmada_component_steps: {err.args[0]}") from err
-
-
 def kubeconfig_with_server(kubeconfig: str, server: str, tls_server_name: str = "") -> str:
     return with_server(_plain(kubeconfig), _plain(server), _plain(tls_server_name))
 
@@ -59,7 +51,6 @@ class FilterModule:
                 _plain(live or []), _plain(wanted or []), str(ca)),
             # a role's templates rendered by Jinja2 itself (module_utils/karmada_operator/runtime/templates.py)
             "karmada_render": render_templates,
-            "karmada_component_steps": component_steps,
             # the operator's code under a directory (the parent of playbooks/): a new build runs a full pass
             # the Running status once every gate passed (module_utils/karmada_operator/kube/observed.py)
             "karmada_running_status": lambda deployments, pods, plan, certificates, health, replaced: running_status(
@@ -69,8 +60,8 @@ class FilterModule:
                 _plain(task), _plain(result or {}), pods=_plain(pods or [])),
             "karmada_restore_gate": lambda restores, name, status=None: restore_gate(
                 _plain(restores or []), str(name), _plain(status or {})),
-            "karmada_members_status": lambda spec, previous, results: members_status(
-                _plain(spec or []), _plain(previous or []), _plain(results or {})),
+            # status.members, readyMembers and MembersReady from the member task's answer (members/plan.py)
+            "karmada_members_status": lambda spec, previous, result, jobs: members_status(
+                _plain(spec or []), _plain(previous or []), member_results(_plain(result or {}), _plain(jobs or []))),
             "karmada_member_jobs": lambda deployment: member_jobs(_plain(deployment or {})),
-            "karmada_member_results": lambda result, jobs: member_results(_plain(result or {}), _plain(jobs or [])),
         }

@@ -135,3 +135,21 @@ def test_the_record_covers_every_template_and_the_hashes_differ_by_rotation():
     assert len({pod_hash(plain, "apiserver.yaml.j2"), pod_hash(karmada, "apiserver.yaml.j2"),
                 pod_hash(etcd, "apiserver.yaml.j2")}) == 3
     assert pod_hash(plain, "etcd") == pod_hash(karmada, "etcd") != pod_hash(etcd, "etcd")
+
+
+def test_the_rollout_task_renders_what_the_record_holds_and_reverses_a_rollback():
+    from karmada_operator.tasks import karmada_rollout
+
+    want = json.loads(RECORD.read_text())["every-component / no-rotation"]
+    cr = crs()["every-component"]
+    plan = kp.build_plan(cr)
+    hashes = pki_hashes(plan, fixed_pki(plan), {}, {})
+    for step in ("aggregated", "components"):
+        steps, absent = karmada_rollout.component_steps({"plan": plan, "step": step, "hashes": hashes,
+                                                         "reverse": False})
+        assert {f"component {s['name']}": s["objects"] for s in steps} == {
+            k: v for k, v in want.items() if k.startswith("component ") and
+            any(c["component"] == k.split(" ", 1)[1] and c["step"] == step for c in plan["components"])}
+        assert absent == want[f"components-absent {step}"]
+        back, _ = karmada_rollout.component_steps({"plan": plan, "step": step, "hashes": hashes, "reverse": True})
+        assert [s["name"] for s in back] == [s["name"] for s in reversed(steps)]

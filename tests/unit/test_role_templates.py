@@ -23,7 +23,6 @@ from karmada_operator.runtime import templates as role_templates
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "plugins" / "filter"))
-from karmada import FilterModule  # noqa: E402 - the filter plugin, as the roles call it
 
 SYSTEM_TEMPLATES = ["namespaces.yaml.j2", "apiservices.yaml.j2", "mutating-webhook-configuration.yaml.j2",
                     "validating-webhook-configuration.yaml.j2", "cluster-proxy-admin-rbac.yaml.j2",
@@ -98,7 +97,7 @@ def pki_for(plan: dict) -> dict:
 def test_component_manifests_equal_ansibles(which):
     plan = plans()[which]
     pki = pki_for(plan)
-    steps = FilterModule().filters()["karmada_component_steps"](plan["components"], plan, pki)
+    steps = role_templates.component_steps(plan["components"], plan, pki)
     enabled = [c for c in plan["components"] if c["enabled"]]
     assert [s["name"] for s in steps] == [c["component"] for c in enabled]
     for comp, step in zip(enabled, steps, strict=True):

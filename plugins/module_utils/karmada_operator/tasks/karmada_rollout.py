@@ -10,12 +10,21 @@ from typing import Any
 
 from karmada_operator.controlplane.rollout import RolloutStopped, Step, StepResult, remove, rollout
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
+from karmada_operator.runtime import templates as role_templates
 from karmada_operator.runtime.status_writer import event_object
 from karmada_operator.task import ModuleFailed
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "namespace": {"type": "str", "required": True},
-    "steps": {"type": "list", "elements": "dict", "required": True},
+    "steps": {"type": "list", "elements": "dict", "default": []},
+    # instead of steps: the components of one step of the plan, rendered here (component.yaml.j2,
+    # runtime/templates.py) with the certificates step's hashes; those switched off are removed
+    "components": {"type": "dict", "options": {
+        "plan": {"type": "dict", "required": True},
+        "step": {"type": "str", "required": True},
+        "hashes": {"type": "dict", "required": True},
+        "reverse": {"type": "bool", "default": False},
+    }},
     "timeout": {"type": "int", "default": 300},
     "poll": {"type": "int", "default": 2},
     "stuck_after": {"type": "int", "default": 60},
@@ -27,8 +36,24 @@ ARGUMENT_SPEC: dict[str, Any] = {
 SUPPORTS_CHECK_MODE = False
 
 
+def component_steps(components: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rollout steps of one step's enabled components (the registry's order, backwards for a
+    rollback) and the objects of its components switched off (Deployment, PDB, then Service)."""
+    plan = components["plan"]
+    now = [c for c in plan["components"] if c["step"] == components["step"]]
+    steps = role_templates.component_steps(now, plan, {"hashes": components["hashes"]})
+    absent = role_templates.render_objects("karmada_deployment", ["components-absent.yaml.j2"],
+                                           {"karmada_deployment_plan": plan, "karmada_deployment_components_now": now})
+    return (list(reversed(steps)) if components["reverse"] else steps), absent
+
+
 def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], None] = print) -> dict[str, Any]:
-    p = params
+    p = dict(params)
+    if p.get("components"):
+        try:
+            p["steps"], p["absent"] = component_steps(p["components"])
+        except KeyError as exc:
+            raise ModuleFailed(f"components: {exc.args[0]}") from exc
     try:
         steps = [Step(name=s["name"], objects=list(s["objects"]), deployment=s["deployment"],
                       container=s["container"], selector=s["selector"], replicas=int(s["replicas"]),
