@@ -31,7 +31,16 @@ options:
         I(karmada_kubeconfig) after the step changed something.
     type: list
     elements: dict
-    required: true
+    default: []
+  components:
+    description:
+      - Instead of O(steps), the components of one step of the plan, rendered by the module
+        (C(component.yaml.j2), plugins/module_utils/karmada_operator/runtime/templates.py):
+        C(plan) (the karmada_plan task's plan), C(step) (C(aggregated) or C(components)),
+        C(hashes) (the certificates step's pod-template hashes; never key material) and
+        C(reverse) (a rollback: the registry's order backwards). The objects of the step's
+        components switched off become O(absent).
+    type: dict
   timeout:
     description: Seconds each step may take to become ready.
     type: int
@@ -74,7 +83,10 @@ EXAMPLES = r"""
 - name: Roll out the components
   karmada_rollout:
     namespace: karmada-system
-    steps: "{{ karmada_deployment_rollout_steps }}"
+    components:
+      plan: "{{ karmada_deployment_plan }}"
+      step: components
+      hashes: "{{ karmada_deployment_pki.hashes }}"
     timeout: 300
     owner: "{{ karmada_deployment_cr }}"
 """

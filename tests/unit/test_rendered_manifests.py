@@ -17,18 +17,17 @@ record is then part of the review.
 
 from __future__ import annotations
 
-import copy
 import difflib
 import json
 import os
 from pathlib import Path
 
 import pytest
-import yaml
 
 from karmada_operator.plan import plan as kp
 from karmada_operator.plan.pass_plan import pki_hashes
 from karmada_operator.runtime import templates as role_templates
+from support.sample_plans import crs
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "tests" / "unit" / "data" / "rendered_manifests.json"
@@ -39,26 +38,6 @@ ROTATIONS = {
     "karmada-ca-reissuing": {"ca": "karmada", "phase": "Reissuing", "requestedAt": "2026-01-01T00:00:00Z"},
     "etcd-ca-reissuing": {"ca": "etcd", "phase": "Reissuing", "requestedAt": "2026-01-01T00:00:00Z"},
 }
-
-
-def sample() -> dict:
-    cr = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
-    cr["metadata"].update({"namespace": "tenant-a", "uid": "00000000-0000-0000-0000-000000000001"})
-    return cr
-
-
-def crs() -> dict[str, dict]:
-    local = sample()
-    every = copy.deepcopy(local)
-    for key in ("search", "metricsAdapter", "descheduler"):
-        every["spec"]["components"][key] = {"enabled": True}
-    every["spec"]["globals"].update({"nodeSelector": {"zone": "a"},
-                                     "tolerations": [{"key": "cp", "operator": "Exists"}],
-                                     "priorityClassName": "system-cluster-critical",
-                                     "imagePullSecrets": [{"name": "regcred"}]})
-    external = copy.deepcopy(every)
-    external["spec"]["etcd"] = {"external": {"endpoints": ["https://e1:2379"], "tlsSecretRef": {"name": "ext-etcd"}}}
-    return {"sample": local, "every-component": every, "external-etcd": external}
 
 
 def fixed_pki(plan: dict) -> dict[str, dict[str, str]]:

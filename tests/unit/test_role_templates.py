@@ -7,7 +7,6 @@ etcd, every optional component, pod settings that take the templates' optional b
 
 from __future__ import annotations
 
-import copy
 import functools
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from ansible.template import Templar
 
 from karmada_operator.plan import plan as kp
 from karmada_operator.runtime import templates as role_templates
+from support import sample_plans
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "plugins" / "filter"))
@@ -74,18 +74,7 @@ def test_system_objects_equal_ansibles():
 
 
 def plans() -> dict[str, dict]:
-    local = sample()
-    every = copy.deepcopy(local)
-    for key in ("search", "metricsAdapter", "descheduler"):
-        every["spec"]["components"][key] = {"enabled": True}
-    every["spec"]["globals"].update({"nodeSelector": {"zone": "a"},
-                                     "tolerations": [{"key": "cp", "operator": "Exists"}],
-                                     "priorityClassName": "system-cluster-critical",
-                                     "imagePullSecrets": [{"name": "regcred"}]})
-    external = copy.deepcopy(every)
-    external["spec"]["etcd"] = {"external": {"endpoints": ["https://e1:2379"], "tlsSecretRef": {"name": "ext-etcd"}}}
-    return {"sample": kp.build_plan(local), "every-component": kp.build_plan(every),
-            "external-etcd": kp.build_plan(external)}
+    return {which: kp.build_plan(cr) for which, cr in sample_plans.crs().items()}
 
 
 def pki_for(plan: dict) -> dict:

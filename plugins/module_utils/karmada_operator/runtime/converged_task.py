@@ -30,8 +30,8 @@ def own_build() -> str:
 
 
 def requeue(cr: dict[str, Any], renew_at: str, now: datetime) -> str:
-    """"<n>s" when the next certificate renewal comes before the next periodic reconcile, else ""
-    (plan/requeue.py): the runtime is asked to come back then."""
+    """The requeue period ("<n>s") when the next certificate renewal comes before the next
+    periodic reconcile, else "" (plan/requeue.py): the runtime is asked to come back then."""
     return requeue_after(cr, renew_at, watches_period(OPERATOR_ROOT), now)
 
 

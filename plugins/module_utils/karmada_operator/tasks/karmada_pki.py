@@ -76,6 +76,11 @@ def pki_input(params: dict) -> dict:
 def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], None] = print) -> dict[str, Any]:
     if params.get("plan"):
         return certificates_step(params, warn)
+    return compute(params, warn)
+
+
+def compute(params: dict[str, Any], warn: Callable[[str], None]) -> dict[str, Any]:
+    """The PKI set from what ``params`` gives (the module's options without ``plan``)."""
     try:
         result = reconcile_pki(pki_input(params))
     except PkiInputError as exc:
@@ -127,15 +132,14 @@ def certificates_step(params: dict[str, Any], warn: Callable[[str], None]) -> di
                     raise ModuleFailed(f"spec.certificates.caSecretRef: Secret {pki['ca_secret']} not found in "
                                        f"namespace {ns}", field="spec.certificates.caSecretRef")
                 certificates["ca"] = _decoded(byo)
-            made = run({**{k: v for k, v in params.items() if k not in ("plan", "rotation", "recorded_rotation")},
-                        "name": pki["name"], "namespace": pki["namespace"], "cluster_domain": pki["cluster_domain"],
-                        "etcd": pki["etcd"], "api_server": pki["api_server"],
-                        "serving_services": pki["serving_services"], "components": pki["components"],
-                        "certificates": certificates, "existing": {},
-                        "existing_groups": {g: _decoded(s) for g, s in stored.items()},
-                        "existing_groups_base64": False, "force_renew": pki["force_renew"],
-                        "force_renew_issued_before": pki.get("force_renew_issued_before") or None,
-                        "ca_rotation": karmada_ca_rotation.pki_input(rotation), "plan": None}, warn=warn)
+            made = compute({"name": pki["name"], "namespace": pki["namespace"],
+                            "cluster_domain": pki["cluster_domain"], "etcd": pki["etcd"],
+                            "api_server": pki["api_server"], "serving_services": pki["serving_services"],
+                            "components": pki["components"], "certificates": certificates, "existing": {},
+                            "existing_groups": {g: _decoded(s) for g, s in stored.items()},
+                            "existing_groups_base64": False, "force_renew": pki["force_renew"],
+                            "force_renew_issued_before": pki.get("force_renew_issued_before") or None,
+                            "ca_rotation": karmada_ca_rotation.pki_input(rotation)}, warn)
             written = [names[name] for group, name in SECRETS.items()
                        if _store(kube, stored[group], names[name], ns, plan["labels"],
                                  made["secret_groups"][group], made["secret_removals"].get(group) or {})]
