@@ -7,11 +7,7 @@ import json
 from ansible.errors import AnsibleFilterError
 
 from karmada_operator.backup.restore import restore_gate
-
-# Controller-side plugins cannot import custom module_utils through ansible.module_utils
-# (only modules get them, packed by AnsiballZ), so load the same files as plain Python.
 from karmada_operator.kube import applied as applied_objects
-from karmada_operator.kube.kubeconfig import with_server
 from karmada_operator.kube.observed import failure_message, running_status
 from karmada_operator.members.plan import member_jobs, member_results, members_status
 from karmada_operator.plan import operations
@@ -31,10 +27,6 @@ def render_templates(names: list, role: str, context: dict) -> list:
         raise AnsibleFilterError(f"karmada_render: {err.args[0]}") from err
 
 
-def kubeconfig_with_server(kubeconfig: str, server: str, tls_server_name: str = "") -> str:
-    return with_server(_plain(kubeconfig), _plain(server), _plain(tls_server_name))
-
-
 class FilterModule:
     def filters(self):
         return {
@@ -42,16 +34,12 @@ class FilterModule:
             # (module_utils/karmada_operator/plan/operations.py)
             "karmada_day2": lambda record, name, transition, *facts: operations.report(
                 _plain(record or {}), str(name), str(transition), *_plain(list(facts))),
-            # when the next certificate renewal comes before the next periodic reconcile
-            # (module_utils/karmada_operator/plan/requeue.py): the requeue_after period, else ""
-            "karmada_kubeconfig_server": kubeconfig_with_server,
             # skip applying what is already there (module_utils/karmada_operator/kube/applied.py)
             "karmada_with_digest": lambda objs: applied_objects.with_digest(_plain(objs or [])),
             "karmada_unregistered_apiservices": lambda live, wanted, ca: applied_objects.unregistered_apiservices(
                 _plain(live or []), _plain(wanted or []), str(ca)),
             # a role's templates rendered by Jinja2 itself (module_utils/karmada_operator/runtime/templates.py)
             "karmada_render": render_templates,
-            # the operator's code under a directory (the parent of playbooks/): a new build runs a full pass
             # the Running status once every gate passed (module_utils/karmada_operator/kube/observed.py)
             "karmada_running_status": lambda deployments, pods, plan, certificates, health, replaced: running_status(
                 _plain(deployments or []), _plain(pods or []), _plain(plan), _plain(certificates or []),

@@ -14,10 +14,40 @@ description:
   - A member is healthy when it answers, knows a leader, serves a read and has no alarm.
     The cluster has quorum when a majority of voting members (learners excluded) is healthy.
   - Never changes anything. With O(fail_without_quorum=true) the task fails when quorum is lost.
+  - With O(etcd) (the plan's etcd slice) instead of O(endpoints), it is the etcd step's quorum
+    gate - it reads the client pair from the Secret C(etcd.clientSecret) names (no key passes through
+    the task's options or facts), dials a local etcd's members at their pods' addresses, and waits up
+    to O(wait) seconds for a quorum with O(expect) members healthy (an external etcd - six looks,
+    O(poll) seconds apart). Without a quorum then it fails with C(field), the spec field to look at.
 version_added: "0.1.0"
 author: Karmada-Operator maintainers
 extends_documentation_fragment: [etcd_connection]
 options:
+  endpoints:
+    description: Client URLs of members (V(https://host:2379)); required without O(etcd).
+    type: list
+    elements: str
+    required: false
+  etcd:
+    description:
+      - The plan's etcd slice (C(plan.etcd), module_utils/karmada_operator/plan/plan.py) - C(mode),
+        C(namespace), C(clientSecret), C(replicas), and for a local etcd C(memberEndpoints), C(selector)
+        and C(memberDomain), for an external one C(endpoints).
+    type: dict
+  expect:
+    description: Members that must be healthy (default the slice's C(replicas), at least 1).
+    type: int
+  wait:
+    description: Seconds the gate waits for a local etcd.
+    type: float
+    default: 600.0
+  poll:
+    description: Seconds between two looks.
+    type: float
+    default: 5.0
+  kubeconfig:
+    description: Path of a kubeconfig for reading the Secret and the pods (default as k8s_status).
+    type: path
   fail_without_quorum:
     description: Fail the task when the cluster has no quorum.
     type: bool

@@ -22,35 +22,20 @@ description:
   - Changed only when a pod was deleted. With I(owner), writes an Event C(EtcdMemberRolled) on
     it for each member replaced and C(RolloutStopped) when it stops.
 options:
-  namespace:
-    description: Namespace of the StatefulSet.
-    type: str
-    required: true
-  statefulset:
-    description: Name of the etcd StatefulSet; its pods are C(<statefulset>-<ordinal>) and etcd member names.
-    type: str
-    required: true
-  selector:
-    description: Label selector of its pods.
-    type: str
+  etcd:
+    description:
+      - The plan's etcd slice (C(plan.etcd), module_utils/karmada_operator/plan/plan.py) - C(namespace),
+        C(statefulset) (its pods are C(<statefulset>-<ordinal>) and etcd member names), C(selector) (of
+        its pods), C(allMemberEndpoints) (the client URLs members advertise), C(memberDomain) (each
+        C(<pod>.<memberDomain>) is dialled at the pod's address) and C(clientSecret).
+      - C(clientSecret) names the Secret holding the client pair (its C(name), and its C(keys) for
+        C(ca.crt), C(tls.crt) and C(tls.key)); the module reads it, so no key passes through the task's
+        options or facts.
+    type: dict
     required: true
   replicas:
-    description: Members the cluster should have.
+    description: Members the cluster has now (the first as many of C(allMemberEndpoints) are dialled).
     type: int
-    required: true
-  endpoints:
-    description: Client URLs of the members, as they advertise them (C(https://<pod>.<member_domain>:2379)).
-    type: list
-    elements: str
-    required: true
-  member_domain:
-    description: Domain of the members' names (C(<peer service>.<namespace>.svc.<cluster domain>)); each
-      C(<pod>.<member_domain>) is dialled at the pod's address.
-    type: str
-    required: true
-  tls:
-    description: PEM of C(ca.crt) (the etcd CA), C(tls.crt) and C(tls.key) (a client certificate it signed).
-    type: dict
     required: true
   timeout:
     description: Seconds the gate may take to hold after each deletion (and at the start).
@@ -78,15 +63,10 @@ author: Karmada-Operator developers
 """
 
 EXAMPLES = r"""
-- name: Roll etcd one member at a time
+- name: Replace outdated etcd pods, the leader last
   etcd_rollout:
-    namespace: karmada-system
-    statefulset: karmada-etcd
-    selector: app.kubernetes.io/name=etcd,app.kubernetes.io/instance=karmada
+    etcd: "{{ karmada_deployment_plan.etcd }}"
     replicas: 3
-    endpoints: "{{ karmada_deployment_plan.etcd.memberEndpoints }}"
-    member_domain: karmada-etcd.karmada-system.svc.cluster.local
-    tls: {ca.crt: "...", tls.crt: "...", tls.key: "..."}
     owner: "{{ karmada_deployment_cr }}"
 """
 

@@ -11,11 +11,11 @@ description:
   - C(phase=prepare) (before the StatefulSet is applied) returns the C(replicas) to apply it with (the
     wanted count for a new StatefulSet, else the StatefulSet's own) and writes the bootstrap ConfigMap
     (C(ETCD_INITIAL_CLUSTER_STATE), C(ETCD_INITIAL_CLUSTER)) its pods read through C(envFrom).
-  - C(phase=scale) moves etcd towards I(replicas) members, one step at a time, each from a fresh
+  - C(phase=scale) moves etcd towards C(etcd.replicas) members, one step at a time, each from a fresh
     read of the StatefulSet, its pods and etcd. Out, a joiner is added as a learner (a leftover claim
     of its ordinal deleted first), the StatefulSet raised by one, the learner promoted once caught up.
     In, the member with the highest ordinal leaves etcd first (a leader hands over), then the
-    StatefulSet is lowered; its claim follows I(delete_claims).
+    StatefulSet is lowered; its claim follows O(deletion_policy).
   - Both C(scale) and C(settle) first replace a member that lost its data (its claim was replaced,
     or etcd exits saying its data is lost or corrupt; module_utils/karmada_operator/etcd/replacement.py). It leaves
     etcd through a healthy member, its claim and pod are deleted, and it rejoins empty as a learner
@@ -34,45 +34,23 @@ options:
     type: str
     choices: [prepare, settle, scale]
     default: scale
-  namespace:
-    description: Namespace of the StatefulSet.
-    type: str
-    required: true
-  statefulset:
-    description: Name of the etcd StatefulSet; its pods C(<statefulset>-<ordinal>) are the etcd members.
-    type: str
-    required: true
-  selector:
-    description: Label selector of its pods and claims.
-    type: str
-    required: true
-  replicas:
-    description: Members wanted (1, 3, 5 or 7).
-    type: int
-    required: true
-  member_domain:
-    description: Domain of the members' names (C(<peer service>.<namespace>.svc.<cluster domain>)).
-    type: str
-    required: true
-  bootstrap_configmap:
-    description: Name of the ConfigMap the etcd pods read C(ETCD_INITIAL_CLUSTER*) from.
-    type: str
-    required: true
-  labels:
-    description: Labels of the ConfigMap.
+  etcd:
+    description:
+      - The plan's etcd slice (C(plan.etcd), module_utils/karmada_operator/plan/plan.py) - C(namespace),
+        C(statefulset) (its pods C(<statefulset>-<ordinal>) are the members), C(selector) (of its pods
+        and claims), C(replicas) (members wanted, 1, 3, 5 or 7), C(memberDomain), C(bootstrapConfigMap)
+        (the ConfigMap the pods read C(ETCD_INITIAL_CLUSTER*) from), C(labels) (the ConfigMap's),
+        C(storage.type) and C(clientSecret).
+      - C(clientSecret) names the Secret holding the client pair (its C(name), and its C(keys) for
+        C(ca.crt), C(tls.crt) and C(tls.key)); the module reads it, so no key passes through the task's
+        options or facts.
     type: dict
-    default: {}
-  storage_type:
-    description: spec.etcd.local.storage.type (PersistentVolumeClaim, EmptyDir, HostPath).
+    required: true
+  deletion_policy:
+    description: spec.deletionPolicy; with C(Delete), a removed member's claim is deleted once its pod is gone.
     type: str
-    default: PersistentVolumeClaim
-  delete_claims:
-    description: Delete a removed member's claim once its pod is gone (deletionPolicy Delete).
-    type: bool
-    default: true
-  tls:
-    description: PEM of C(ca.crt) (the etcd CA), C(tls.crt) and C(tls.key) (a client certificate it signed).
-    type: dict
+    choices: [Delete, Retain]
+    default: Delete
   timeout:
     description: Seconds each step may wait (a joiner to start and catch up, a claim to go).
     type: int
@@ -95,15 +73,10 @@ author: Karmada-Operator developers
 """
 
 EXAMPLES = r"""
-- name: Scale etcd to 5 members
+- name: Scale etcd to spec.etcd.local.replicas
   etcd_scale:
-    namespace: karmada-system
-    statefulset: karmada-etcd
-    selector: app.kubernetes.io/name=etcd,app.kubernetes.io/instance=karmada
-    replicas: 5
-    member_domain: karmada-etcd.karmada-system.svc.cluster.local
-    bootstrap_configmap: karmada-etcd-bootstrap
-    tls: {ca.crt: "...", tls.crt: "...", tls.key: "..."}
+    etcd: "{{ karmada_deployment_plan.etcd }}"
+    deletion_policy: "{{ karmada_deployment_plan.deletionPolicy }}"
     owner: "{{ karmada_deployment_cr }}"
 """
 

@@ -14,7 +14,9 @@ description:
   - C(state=absent) removes O(path) (a file, or a directory and everything in it).
   - Run in the task's worker by plugins/action/karmada_private_file.py (no module process); what
     ansible.builtin.tempfile, copy and file did in three processes for the operator's kubeconfig.
-  - O(content) is never logged (no_log).
+  - O(content) is never logged (no_log). With O(kubeconfig_from) instead, the content is a
+    kubeconfig read from a Secret and pointed at another server, so the credentials go from the
+    Secret to the file without passing through the task's options or facts.
 options:
   path:
     description: The file (present) or the file or directory (absent).
@@ -23,6 +25,15 @@ options:
   content:
     description: What the file holds (state=present).
     type: str
+  kubeconfig_from:
+    description:
+      - Instead of O(content) - the Secret holding a kubeconfig (C(namespace), C(name), C(key)), and
+        the C(server) its copy dials (with C(tls_server_name), the name the serving certificate is
+        checked against, when C(server) is an address).
+    type: dict
+  kubeconfig:
+    description: Path of a kubeconfig for reading the Secret (default as k8s_status).
+    type: path
   state:
     description: present or absent.
     type: str
@@ -35,7 +46,12 @@ EXAMPLES = r"""
 - name: Write the operator's kubeconfig
   karmada_private_file:
     path: /tmp/karmada-operator/uid/admin.conf
-    content: "{{ kubeconfig_text }}"
+    kubeconfig_from:
+      namespace: karmada-system
+      name: karmada-kubeconfigs
+      key: admin.conf
+      server: https://10.96.0.20:5443
+      tls_server_name: karmada-apiserver.karmada-system.svc.cluster.local
 """
 
 RETURN = r"""

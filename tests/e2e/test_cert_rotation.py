@@ -20,7 +20,8 @@ From the moment the Karmada is Ready, with nothing edited:
   deleted); karmada-apiserver and etcd, which reload renewed pairs from disk, did not restart,
   and both serve the renewed certificate (read from each pod's TLS handshake);
 - member1 (Push) and member2 (Pull) were Ready at every check, and a PropagationPolicy made
-  afterwards propagates.
+  afterwards propagates;
+- none of its private keys is in the operator's log or in the runtime's records of its runs.
 """
 
 from __future__ import annotations
@@ -343,3 +344,49 @@ def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_cluste
     fleet.wait_for(lambda: member.kubectl("get", "configmap", "after-rotation", "-n", "default",
                                           check=False).returncode == 0, 180,
                    f"the ConfigMap on {MEMBER} through a PropagationPolicy made after the rotation")
+
+
+# How a private key would show if one leaked: a PEM's body (its first line of base64 DER), or the
+# base64 of the PEM text (a Secret's data, a kubeconfig's client-key-data).
+PEM_BEGIN_B64 = ("LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS", "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS",
+                 "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVkt")
+
+
+def key_needles(fleet: Deployment) -> dict[str, str]:
+    """Where each private key of this Karmada is -> a string only that key's text contains."""
+    needles: dict[str, str] = {}
+    for name in (f"{NAME}-pki", f"{NAME}-etcd-pki", f"{NAME}-kubeconfigs", f"{NAME}-admin-kubeconfig"):
+        data = fleet.host.get("secret", name, "-n", NS)["data"]
+        for key, encoded in data.items():
+            text = base64.b64decode(encoded).decode()
+            if key.endswith(".key"):
+                pems = [text]
+            elif key.endswith(".conf") or key == "kubeconfig":
+                pems = [base64.b64decode(u["user"]["client-key-data"]).decode()
+                        for u in yaml.safe_load(text)["users"] if "client-key-data" in u["user"]]
+                assert pems, f"{name}/{key} holds no client key"
+            else:
+                continue
+            for i, pem in enumerate(pems):
+                body = [line for line in pem.splitlines() if line and not line.startswith("-----")]
+                needles[f"{name}/{key}#{i} (PEM body)"] = body[0]
+                needles[f"{name}/{key}#{i} (base64 of the PEM)"] = base64.b64encode(pem.encode()).decode()[:64]
+    return needles
+
+
+def test_no_private_key_reaches_the_operators_log_or_its_run_records(fleet: Deployment):
+    """After install and leaf renewals: none of this Karmada's private keys (the CAs', every
+    leaf's, service-account's, every kubeconfig's client key) is in the operator's log or in any
+    record the runtime keeps of its runs (the job events and output of each run, on disk in the
+    operator's pod), in PEM or base64 form; nor is any PEM private key at all."""
+    needles = key_needles(fleet)
+    assert len(needles) >= 20, sorted(needles)  # the CAs, the leaves, sa.key, the kubeconfigs
+    records = [p for run in karmada_e2e.runs(NS, NAME) for p in run.rglob("*") if p.is_file()]
+    assert sum(1 for p in records if p.parent.name == "job_events") >= 100, "the runs' job events were not found"
+    sources = {"the operator's log": fleet.operator.log_tail(10**9)} | {
+        str(p): p.read_text(errors="replace") for p in records}
+    found = sorted({f"{where} in {source}" for source, text in sources.items()
+                    for where, needle in needles.items() if needle in text})
+    found += sorted(f"a PEM private key in {source}" for source, text in sources.items()
+                    if "PRIVATE KEY-----" in text or any(b64 in text for b64 in PEM_BEGIN_B64))
+    assert found == [], found[:10]

@@ -1,7 +1,8 @@
 """The certificates step of a pass (karmada_pki with ``plan``) against a real kube-apiserver.
 
-It reads the stored Secrets and a bring-your-own CA itself, writes the three Secrets, drops the
-keys of a component switched off, writes nothing on a second run, and decides whether
+It reads the stored Secrets and a bring-your-own CA itself, writes the three Secrets and the
+users' admin kubeconfig, returns no key (only the public CA certificates), drops the keys of a
+component switched off, writes nothing on a second run, and decides whether
 karmada-apiserver restarts for its certificates now or after the components (from the
 Deployment running). Read back from the API server, through real ansible.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from support.ansible_adhoc import run_module
 ROOT = Path(__file__).resolve().parents[2]
 NS = "karmada-system"
 SECRETS = ("karmada-pki", "karmada-etcd-pki", "karmada-kubeconfigs")
+ADMIN = "karmada-admin-kubeconfig"
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +60,19 @@ def test_the_step_stores_its_secrets_keeps_them_and_drops_what_is_no_longer_issu
     assert tuple(plan["names"][k] for k in ("pkiSecret", "etcdPkiSecret", "kubeconfigSecret")) == SECRETS
     first = step(server, tmp_path, sample(search=True))
     assert first.get("failed") is not True, first.get("msg")
-    assert first["changed"] is True and first["written"] == list(SECRETS)
-    stored = {name: secret(server, name) for name in SECRETS}
-    for name in SECRETS:
+    assert first["changed"] is True and first["written"] == [*SECRETS, ADMIN]
+    stored = {name: secret(server, name) for name in (*SECRETS, ADMIN)}
+    for name in (*SECRETS, ADMIN):
         assert stored[name]["metadata"]["labels"] == plan["labels"]
     pki = {k: base64.b64decode(v).decode() for k, v in stored["karmada-pki"]["data"].items()}
-    assert pki["ca.crt"] == first["files"]["ca.crt"] and "karmada-search.crt" in pki
-    assert base64.b64decode(stored["karmada-etcd-pki"]["data"]["ca.crt"]).decode() == first["files"]["etcd/ca.crt"]
+    assert "karmada-search.crt" in pki
+    # the answer holds no key: only the CA certificates later steps publish, as stored
+    assert "PRIVATE KEY" not in json.dumps(first) and "files" not in first
+    assert first["caBundle"] == {"ca.crt": pki["ca.crt"], "front-proxy-ca.crt": pki["front-proxy-ca.crt"]}
+    # the users' admin kubeconfig is the admin.conf stored with the component kubeconfigs
+    admin = base64.b64decode(stored[ADMIN]["data"]["kubeconfig"]).decode()
+    assert admin == base64.b64decode(stored["karmada-kubeconfigs"]["data"]["admin.conf"]).decode()
+    assert yaml.safe_load(admin)["clusters"][0]["cluster"]["server"] == plan["endpoints"]["kubeconfigServer"]
     # the hashes the pods get, one per enabled component; no rotation: no rotation status
     assert set(first["hashes"]["components"]) == {c["component"] for c in plan["components"] if c["enabled"]}
     assert first["caRotation"] == {}
@@ -71,14 +80,14 @@ def test_the_step_stores_its_secrets_keeps_them_and_drops_what_is_no_longer_issu
     again = step(server, tmp_path, sample(search=True))
     assert again["changed"] is False and again["written"] == []
     assert again["hashes"] == first["hashes"]
-    assert {n: secret(server, n)["metadata"]["resourceVersion"] for n in SECRETS} == {
-        n: stored[n]["metadata"]["resourceVersion"] for n in SECRETS}
+    assert {n: secret(server, n)["metadata"]["resourceVersion"] for n in (*SECRETS, ADMIN)} == {
+        n: stored[n]["metadata"]["resourceVersion"] for n in (*SECRETS, ADMIN)}
 
     off = step(server, tmp_path, sample(search=False))
     assert "karmada-pki" in off["written"]
     left = secret(server, "karmada-pki")["data"]
     assert "karmada-search.crt" not in left and "ca.crt" in left
-    assert base64.b64decode(left["ca.crt"]).decode() == first["files"]["ca.crt"]  # the CA is kept
+    assert base64.b64decode(left["ca.crt"]).decode() == pki["ca.crt"]  # the CA is kept
     assert "karmada-search" not in off["hashes"]["components"]
 
 
@@ -117,3 +126,27 @@ def test_a_missing_bring_your_own_ca_fails_naming_the_field_and_writes_nothing(s
     assert "Secret no-such-ca not found" in out["msg"]
     names = server.kubectl("get", "secret", "-n", NS, "-o", "name").stdout
     assert "byo-pki" not in names
+
+
+def test_the_operators_kubeconfig_goes_from_its_secret_to_a_private_file(server, tmp_path):
+    """apiserver_connect: karmada_private_file with kubeconfig_from reads admin.conf from the
+    kubeconfigs Secret the step wrote and writes it pointed at the address the operator dials,
+    0600, with nothing of it in the task's answer."""
+    assert step(server, tmp_path, sample()).get("failed") is not True
+    stored = base64.b64decode(secret(server, "karmada-kubeconfigs")["data"]["admin.conf"]).decode()
+    path = tmp_path / "work" / "u-1" / "admin.conf"
+    source = {"namespace": NS, "name": "karmada-kubeconfigs", "key": "admin.conf",
+              "server": "https://10.96.0.20:5443", "tls_server_name": "karmada-apiserver.karmada-system.svc"}
+    wrote = run_module("karmada_private_file", {"path": str(path), "kubeconfig_from": source,
+                                                "kubeconfig": str(server.kubeconfig)}, tmp_path)
+    assert wrote.get("failed") is not True, wrote.get("msg")
+    written = yaml.safe_load(path.read_text())
+    assert written["clusters"][0]["cluster"]["server"] == "https://10.96.0.20:5443"
+    assert written["clusters"][0]["cluster"]["tls-server-name"] == "karmada-apiserver.karmada-system.svc"
+    assert written["users"] == yaml.safe_load(stored)["users"]  # the admin's own credentials
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    key = written["users"][0]["user"]["client-key-data"]
+    assert key not in json.dumps(wrote)
+    missing = run_module("karmada_private_file", {"path": str(path), "kubeconfig": str(server.kubeconfig),
+                                                  "kubeconfig_from": {**source, "key": "nope.conf"}}, tmp_path)
+    assert missing["failed"] is True and "has no key nope.conf" in missing["msg"]

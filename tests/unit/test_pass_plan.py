@@ -51,7 +51,7 @@ def passes(cr: dict, **kw) -> dict:
 def test_a_plain_full_pass_runs_every_step_forward_and_each_names_a_task_file():
     this_pass = passes(running())
     assert this_pass["mode"] == "full"
-    assert names(this_pass) == ["pki", "etcd", "apiserver", "kubeconfigs", "aggregated", "resources", "components",
+    assert names(this_pass) == ["pki", "etcd", "apiserver", "aggregated", "resources", "components",
                                 "apiserver-last", "status"]
     for step in this_pass["steps"]:
         assert (TASKS / f"{step['file']}.yml").is_file(), step
@@ -70,7 +70,7 @@ def test_an_upgrade_backs_up_first_and_a_rollback_runs_the_steps_backwards():
     back["spec"]["karmadaVersion"] = "v1.16.0"
     rollback = passes(back)
     assert rollback["reverse"] is True
-    assert names(rollback) == ["pre-upgrade-backup", "pki", "etcd", "apiserver-connect", "kubeconfigs", "components",
+    assert names(rollback) == ["pre-upgrade-backup", "pki", "etcd", "apiserver-connect", "components",
                                "aggregated", "resources", "apiserver", "status"]
     assert all(s.get("reverse") for s in rollback["steps"] if s["file"] == "components")
 

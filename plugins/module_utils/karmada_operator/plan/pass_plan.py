@@ -51,7 +51,8 @@ def step(name: str, file: str = "", **tells: Any) -> dict[str, Any]:
 def control_plane_steps(upgrade: Mapping[str, Any], reverse: bool, rotation: Mapping[str, Any]) -> list[dict]:
     """The ordered steps of a full pass.
 
-    Forward: certificates, etcd, karmada-apiserver, kubeconfigs, karmada-aggregated-apiserver,
+    Forward: certificates (the admin kubeconfig Secret with them), etcd, karmada-apiserver,
+    karmada-aggregated-apiserver,
     Karmada's CRDs and system objects, the other components (the registry's order), then
     karmada-apiserver again when only its certificates changed (it restarts last), the Dropping
     phase's client-CA trim, and the Running status. A rollback reaches the running
@@ -62,12 +63,12 @@ def control_plane_steps(upgrade: Mapping[str, Any], reverse: bool, rotation: Map
     steps = [step("pre-upgrade-backup", "upgrade_backup")] if upgrade else []
     steps += [step("pki"), step("etcd")]
     if reverse:
-        steps += [step("apiserver-connect", "apiserver_connect"), step("kubeconfigs"),
+        steps += [step("apiserver-connect", "apiserver_connect"),
                   step("components", "components", component_step="components", reverse=True),
                   step("aggregated", "components", component_step="aggregated", reverse=True),
                   step("resources"), step("apiserver")]
     else:
-        steps += [step("apiserver"), step("kubeconfigs"),
+        steps += [step("apiserver"),
                   step("aggregated", "components", component_step="aggregated"),
                   step("resources"),
                   step("components", "components", component_step="components"),

@@ -171,6 +171,7 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
     annotations = dict(glob.get("annotations") or {})
 
     etcd = _etcd_plan(spec, name, ns, domain, kube_registry, names)
+    etcd.update(_etcd_step_facts(etcd, name, ns, domain, names, labels))
     apiserver = _apiserver_plan(spec, name, ns, domain, kube_registry, kube_version, names, etcd)
     apiserver["serviceDNS"] = svc_dns(names["apiserver"])
     held = held_versions(cr, karmada_version)
@@ -293,6 +294,30 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
         "args": _args({}, local.get("extraArgs"), {}, key="etcd", field="spec.etcd.local.extraArgs"),
         "pod": {**_pod(spec, local, replicas),
                 "resources": copy.deepcopy(local.get("resources") or DEFAULT_ETCD_RESOURCES)},
+    }
+
+
+# The etcd client pair the operator's etcd steps use, by Secret: the local etcd's health-check
+# client (the etcd PKI Secret) or the user's Secret for an external etcd.
+ETCD_LOCAL_CLIENT_KEYS = {"ca.crt": "ca.crt", "tls.crt": "healthcheck-client.crt", "tls.key": "healthcheck-client.key"}
+ETCD_EXTERNAL_CLIENT_KEYS = {"ca.crt": "ca.crt", "tls.crt": "tls.crt", "tls.key": "tls.key"}
+
+
+def _etcd_step_facts(etcd: dict[str, Any], name: str, ns: str, domain: str, names: dict[str, str],
+                     labels: dict[str, str]) -> dict[str, Any]:
+    """What the etcd steps (tasks/etcd_scale, etcd_rollout, etcd_health) are told beside the
+    slice: where etcd lives and the Secret holding their client pair (never the keys)."""
+    if etcd["mode"] == "external":
+        return {"namespace": ns, "clientSecret": {"name": etcd["tlsSecret"], "keys": ETCD_EXTERNAL_CLIENT_KEYS,
+                                                  "field": "spec.etcd.external.tlsSecretRef"}}
+    return {
+        "namespace": ns,
+        "statefulset": names["etcd"],
+        "selector": f"app.kubernetes.io/name=etcd,app.kubernetes.io/instance={name}",
+        "memberDomain": f"{names['etcdPeerService']}.{ns}.svc.{domain}",
+        "bootstrapConfigMap": names["etcdBootstrap"],
+        "labels": {**labels, "app.kubernetes.io/name": "etcd", "app.kubernetes.io/component": "etcd"},
+        "clientSecret": {"name": names["etcdPkiSecret"], "keys": ETCD_LOCAL_CLIENT_KEYS, "field": "spec.etcd.local"},
     }
 
 

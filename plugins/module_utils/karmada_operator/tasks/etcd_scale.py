@@ -7,7 +7,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from karmada_operator.etcd.gateway import EtcdClient, EtcdError, missing_tls, tls_files
+from karmada_operator.etcd.client_secret import ClientSecretError, client_tls
+from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
 from karmada_operator.etcd.rollout import resolve_map
 from karmada_operator.etcd.scaling import EtcdScaleStopped, KubeScaleSource, claim_templates, prepare, scale
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
@@ -16,16 +17,9 @@ from karmada_operator.task import ModuleFailed
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "phase": {"type": "str", "choices": ["prepare", "settle", "scale"], "default": "scale"},
-    "namespace": {"type": "str", "required": True},
-    "statefulset": {"type": "str", "required": True},
-    "selector": {"type": "str", "required": True},
-    "replicas": {"type": "int", "required": True},
-    "member_domain": {"type": "str", "required": True},
-    "bootstrap_configmap": {"type": "str", "required": True},
-    "labels": {"type": "dict", "default": {}},
-    "storage_type": {"type": "str", "default": "PersistentVolumeClaim"},
-    "delete_claims": {"type": "bool", "default": True},
-    "tls": {"type": "dict", "no_log": True},
+    # the plan's etcd slice (plan.etcd): where etcd lives, its replicas, storage and client Secret
+    "etcd": {"type": "dict", "required": True},
+    "deletion_policy": {"type": "str", "choices": ["Delete", "Retain"], "default": "Delete"},
     "timeout": {"type": "int", "default": 600},
     "poll": {"type": "int", "default": 2},
     "stuck_after": {"type": "int", "default": 60},
@@ -41,8 +35,8 @@ EVENT_REASONS = {"add": "EtcdMemberAdded", "promote": "EtcdMemberPromoted", "rem
 
 def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], None] = print) -> dict[str, Any]:
     p = params
-    owner = p["owner"]
-    domain = p["member_domain"]
+    etcd, owner = p["etcd"], p["owner"]
+    domain, statefulset, desired = etcd["memberDomain"], etcd["statefulset"], int(etcd["replicas"])
 
     def peer_url(name: str) -> str:
         return f"https://{name}.{domain}:2380"
@@ -53,25 +47,28 @@ def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], 
     except KubeConfigError as exc:
         raise ModuleFailed(msg=str(exc)) from exc
     with kube, live:
-        source = KubeScaleSource(live, p["namespace"], p["statefulset"], p["selector"], p["bootstrap_configmap"],
-                                 p["labels"], owner)
+        source = KubeScaleSource(live, etcd["namespace"], statefulset, etcd["selector"], etcd["bootstrapConfigMap"],
+                                 etcd["labels"], owner)
         if p["phase"] == "prepare":
             try:
-                replicas = prepare(source, statefulset=p["statefulset"], desired=p["replicas"], peer_url=peer_url)
+                replicas = prepare(source, statefulset=statefulset, desired=desired, peer_url=peer_url)
                 claims = claim_templates(source.statefulset())
             except KubeError as exc:
                 raise ModuleFailed(msg=f"{exc.status} {exc.reason}: {exc.message}") from exc
             return {"changed": source.wrote, "replicas": replicas, "volume_claim_templates": claims, "steps": []}
-        missing = missing_tls(p["tls"])
-        if missing:
-            raise ModuleFailed(msg=f"tls: {', '.join(missing)} missing")
+        try:
+            tls = client_tls(live, etcd)
+        except ClientSecretError as exc:
+            raise ModuleFailed(msg=str(exc), field=exc.field) from exc
+        except KubeError as exc:
+            raise ModuleFailed(msg=f"{exc.status} {exc.reason}: {exc.message}") from exc
         certs = contextlib.ExitStack()
         try:
-            files = certs.enter_context(tls_files(p["tls"], prefix="etcd-scale-"))
+            files = certs.enter_context(tls_files(tls, prefix="etcd-scale-"))
 
             def etcd_for(pods):
                 names = sorted(n for n, pod in pods.items() if pod.ip and not pod.terminating) or [
-                    f"{p['statefulset']}-0"]
+                    f"{statefulset}-0"]
                 return EtcdClient([f"https://{n}.{domain}:2379" for n in names], cert=files["cert"],
                                   key=files["key"], ca=files["ca"], timeout=5.0,
                                   resolve=resolve_map(pods, domain))
@@ -79,7 +76,7 @@ def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], 
             def tell(step) -> None:
                 if owner:
                     what = (f"etcd member {step.member}" if step.action in ("replace", "reset")
-                            else f"etcd scaling to {p['replicas']} members")
+                            else f"etcd scaling to {desired} members")
                     kube.create(event_object(owner, {"type": "Normal", "reason": EVENT_REASONS[step.action],
                                                      "message": f"{what}: {step.reason}"}, datetime.now(UTC)))
 
@@ -89,9 +86,9 @@ def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], 
                                                      "message": message}, datetime.now(UTC)))
 
             try:
-                result = scale(source, etcd_for, statefulset=p["statefulset"], desired=p["replicas"],
+                result = scale(source, etcd_for, statefulset=statefulset, desired=desired,
                                peer_url=peer_url, timeout=float(p["timeout"]), start=p["phase"] == "scale",
-                               storage_type=p["storage_type"], delete_claims=p["delete_claims"],
+                               storage_type=etcd["storage"]["type"], delete_claims=p["deletion_policy"] == "Delete",
                                poll=float(p["poll"]), stuck_after=float(p["stuck_after"]), on_step=tell,
                                on_replaced=replaced)
             except EtcdScaleStopped as exc:

@@ -2,10 +2,11 @@
 
 Given the plan (``plan``), it is the whole certificates step of a pass: it reads the stored
 Secrets and a bring-your-own CA, makes or keeps every certificate, writes the three Secrets
-(keys no longer issued dropped), and returns the hashes that decide which pods restart
-(plan/pass_plan.pki_hashes), whether karmada-apiserver restarts for them now or after the
-components (pki/cert_rollout.py), and the CA-rotation phase's status. Without ``plan`` it only
-computes, from what it is given.
+(keys no longer issued dropped) and the users' admin kubeconfig Secret, and returns the hashes
+that decide which pods restart (plan/pass_plan.pki_hashes), whether karmada-apiserver restarts
+for them now or after the components (pki/cert_rollout.py), the CA-rotation phase's status, and
+the CA certificates (public) the later steps publish. It returns no key: the steps that need
+one read it from its Secret. Without ``plan`` it only computes, from what it is given.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ ARGUMENT_SPEC: dict[str, Any] = {
 }
 # The Secrets the set is stored in: group -> the plan's name for the Secret.
 SECRETS = {"pki": "pkiSecret", "etcd": "etcdPkiSecret", "kubeconfig": "kubeconfigSecret"}
+# The users' admin kubeconfig (key "kubeconfig"): pointing at the external balancer when there is
+# one, else at the in-cluster Service (plan.endpoints.kubeconfigServer, as every kubeconfig we make).
+ADMIN_SECRET, ADMIN_KEY = "adminKubeconfigSecret", "kubeconfig"
+# The CA certificates later steps publish (the APIServices' caBundle, kube-apiserver's client CAs).
+CA_BUNDLE = ("ca.crt", "front-proxy-ca.crt")
 SUPPORTS_CHECK_MODE = True
 
 
@@ -143,6 +149,10 @@ def certificates_step(params: dict[str, Any], warn: Callable[[str], None]) -> di
             written = [names[name] for group, name in SECRETS.items()
                        if _store(kube, stored[group], names[name], ns, plan["labels"],
                                  made["secret_groups"][group], made["secret_removals"].get(group) or {})]
+            admin = live.get("v1", "Secret", names[ADMIN_SECRET], ns)
+            if _store(kube, admin, names[ADMIN_SECRET], ns, plan["labels"],
+                      {ADMIN_KEY: made["files"]["admin.conf"]}, {}):
+                written.append(names[ADMIN_SECRET])
             hashes = pki_hashes(plan, made["secret_groups"], rotation, params["recorded_rotation"] or {})
             # karmada-apiserver restarts for its certificates now, or after the components when
             # only they changed (pki/cert_rollout.py): from the Deployment running now
@@ -157,8 +167,8 @@ def certificates_step(params: dict[str, Any], warn: Callable[[str], None]) -> di
         "removed": made["removed"],
         "pki_warnings": made["pki_warnings"],
         "written": written,
-        # key material: the steps after this one read it (etcd's client pair, admin.conf, the CAs)
-        "files": made["files"],
+        # the CA certificates (public; the steps needing a key read it from its Secret)
+        "caBundle": {name: made["files"][name] for name in CA_BUNDLE},
         # pod-template hashes (plan/pass_plan.py: pki_hashes) and apiserverRestart: {now, later}
         "hashes": hashes,
         # status.caRotation while this pass does its phase ({} without a rotation)

@@ -1,0 +1,41 @@
+"""The etcd client pair the operator's etcd steps dial with, read from its Secret when a step
+runs (plan.etcd.clientSecret: the local etcd's health-check client, or the user's Secret for an
+external etcd). The pair never passes through the pass's facts, so it cannot reach a log."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+
+from karmada_operator.kube.client import Kube
+
+
+class ClientSecretError(Exception):
+    """The Secret or one of its keys is missing; ``field`` is the spec path to look at."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def client_tls(kube: Kube, etcd: Mapping[str, Any]) -> dict[str, str]:
+    """The PEMs (``ca.crt``, ``tls.crt``, ``tls.key``) of ``etcd["clientSecret"]`` in
+    ``etcd["namespace"]``; ClientSecretError naming the Secret and what it lacks."""
+    ref, namespace = etcd["clientSecret"], etcd["namespace"]
+    secret = kube.get("v1", "Secret", ref["name"], namespace)
+    wanted = ", ".join(ref["keys"].values())
+    if secret is None:
+        raise ClientSecretError(f"{ref['field']}: Secret {ref['name']} must exist in {namespace} with keys {wanted}",
+                                ref["field"])
+    data = secret.get("data") or {}
+    missing = [key for key in ref["keys"].values() if not data.get(key)]
+    if missing:
+        raise ClientSecretError(f"{ref['field']}: Secret {ref['name']} must exist in {namespace} with keys {wanted} "
+                                f"({', '.join(missing)} missing)", ref["field"])
+    try:
+        return {option: base64.b64decode(data[key]).decode() for option, key in ref["keys"].items()}
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        raise ClientSecretError(f"{ref['field']}: Secret {ref['name']} holds data that is not PEM text",
+                                ref["field"]) from exc
