@@ -48,6 +48,7 @@ class OperatorProcess:
                  port_wait: float = 900):
         wait_for_proxy_port(port_wait)
         self.log_path = workdir / "ansible-operator.log"
+        self.started = time.time()  # the runtime's records of its runs are newer than this
         self.health_port = free_port()
         venv_bin = str(Path(sys.executable).parent)
         env = dict(os.environ)
