@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support import karmada_e2e, waiting
+from support import karmada_e2e, pod_security, waiting
 from support.karmada_crds_server import serve
 from support.karmada_e2e import operator_kubeconfig, recap
 from support.operator_runtime import OperatorProcess
@@ -187,6 +187,36 @@ spec:
     events = host.kubectl("get", "events", "-n", NS, "--field-selector", "involvedObject.name=karmada",
                           "-o", "json").stdout
     assert '"reason": "Running"' in events
+
+
+def test_every_pod_passes_pod_security_restricted_but_etcds_root_user(install):
+    """Every pod of the plane, offered to a namespace enforcing Pod Security "restricted", is
+    admitted by the host's own PodSecurity admission; etcd's pods fail only the non-root checks
+    (etcd keeps running as root until its data can change owner: docs/security.md). The others
+    run Ready as user 65532 (the kubelet starts them so, reading their 0400 Secrets through the
+    fsGroup), and the serving components listen on 8443 behind their Services' port 443."""
+    host = install["host"]
+    pods = [p for p in host.get("pods", "-n", NS, "-l", "app.kubernetes.io/instance=karmada")["items"]
+            if not p["metadata"].get("deletionTimestamp")]
+    verdicts = pod_security.restricted_verdicts(host, pods)
+    etcd = {n: v for n, v in verdicts.items() if n.startswith("karmada-etcd-")}
+    others = {n: v for n, v in verdicts.items() if n not in etcd}
+    print("\n" + "\n".join(f"{n}: {v or 'admitted under restricted'}" for n, v in sorted(verdicts.items())))
+    assert len(etcd) == 3 and len(others) == 6, sorted(verdicts)
+    assert others == dict.fromkeys(others, ""), others
+    for name, verdict in etcd.items():
+        assert 'violates PodSecurity "restricted:latest"' in verdict, verdict
+        failed = verdict.split('restricted:latest": ', 1)[1]
+        # only the user: runAsNonRoot (and nothing about capabilities, seccomp, escalation, volumes)
+        assert failed.startswith("runAsNonRoot != true") and ";" not in failed, (name, failed)
+    for pod in pods:
+        if pod["metadata"]["name"] in others:
+            assert pod["spec"]["securityContext"]["runAsUser"] == 65532
+            assert all(c["ready"] for c in pod["status"]["containerStatuses"]), pod["metadata"]["name"]
+    services = {s["metadata"]["name"]: s["spec"]["ports"][0]
+                for s in host.get("services", "-n", NS, "-l", "app.kubernetes.io/instance=karmada")["items"]}
+    for name in ("karmada-aggregated-apiserver", "karmada-webhook"):
+        assert (services[name]["port"], services[name]["targetPort"]) == (443, 8443), services[name]
 
 
 def test_admin_kubeconfig_goes_through_the_external_balancer(install):

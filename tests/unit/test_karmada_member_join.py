@@ -81,6 +81,16 @@ def test_host_placed_agent_reads_the_member_kubeconfig_and_rolls_on_new_credenti
     in_member = mj.agent_deployment(spec, agent(), "karmada-agent", "karmada-system", "karmada-agent-kubeconfig",
                                     "https://m3:6443", False, "hash1")
     assert in_member["spec"]["template"]["spec"]["serviceAccountName"] == "karmada-agent"
+    # Pod Security "restricted" in both places (kube/pod_security.py), /tmp writable
+    for deployment in (dep, in_member):
+        agent_pod = deployment["spec"]["template"]["spec"]
+        assert agent_pod["securityContext"]["runAsNonRoot"] is True
+        assert agent_pod["securityContext"]["runAsUser"] == 65532
+        assert agent_pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        container = agent_pod["containers"][0]["securityContext"]
+        assert container == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                             "readOnlyRootFilesystem": True}
+        assert {"name": "tmp", "mountPath": "/tmp"} in agent_pod["containers"][0]["volumeMounts"]
 
 
 @pytest.fixture(scope="module")

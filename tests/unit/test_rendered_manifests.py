@@ -8,7 +8,8 @@ no CA rotation and one in each CA's Reissuing phase, the test renders what the r
 (karmada-apiserver, etcd's Services and StatefulSet, every component, the objects of the
 components switched off) with the hashes derived as the role derives them, and compares the
 canonical JSON with tests/unit/data/rendered_manifests.json, recorded from the commit before the
-redesign (55ec635).
+redesign (55ec635) and recorded again once since, on purpose: Pod Security "restricted" (security
+contexts, a /tmp emptyDir, serving ports moved from 443 to 8443 behind Services still on 443).
 
 A deliberate change to a template or a flag updates the record:
 ``KO_UPDATE_RENDERED=1 python -m pytest tests/unit/test_rendered_manifests.py``; the diff of the
@@ -132,3 +133,31 @@ def test_the_rollout_task_renders_what_the_record_holds_and_reverses_a_rollback(
         assert absent == want[f"components-absent {step}"]
         back, _ = karmada_rollout.component_steps({"plan": plan, "step": step, "hashes": hashes, "reverse": True})
         assert [s["name"] for s in back] == [s["name"] for s in reversed(steps)]
+
+
+def test_every_pod_template_holds_pod_security_restricted_and_binds_no_low_port():
+    """Every workload rendered for every sample: the pod and container security settings of
+    kube/pod_security.py (etcd: everything but the user, docs/security.md), a writable /tmp, and
+    no container port or probe below 1024 (a process with no capability cannot bind one)."""
+    from karmada_operator.kube import pod_security  # noqa: PLC0415 - the settings under test
+
+    seen = []
+    for which, cr in crs().items():
+        for key, objects in render(cr, {}).items():
+            for obj in objects:
+                if obj["kind"] not in ("Deployment", "StatefulSet") or "spec" not in obj:
+                    continue  # (components-absent names the workloads to delete, no spec)
+                pod = obj["spec"]["template"]["spec"]
+                etcd = obj["kind"] == "StatefulSet"
+                seen.append(f"{which}/{obj['metadata']['name']}")
+                assert pod["securityContext"] == (pod_security.etcd_pod() if etcd else pod_security.pod()), key
+                for container in pod["containers"]:
+                    assert container["securityContext"] == pod_security.container(), key
+                    assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"], key
+                    ports = [p["containerPort"] for p in container.get("ports") or []]
+                    ports += [container[p]["httpGet"]["port"] for p in ("readinessProbe", "livenessProbe")
+                              if p in container]
+                    assert all(int(p) >= 1024 for p in ports), (key, ports)
+                    args = " ".join(container.get("args") or []) + " ".join(container.get("command") or [])
+                    assert "--secure-port=443" not in args, key
+    assert len(seen) >= 20, seen

@@ -181,12 +181,16 @@ _CLOSED_ETCD_CLIENT = {
 }
 
 
+# The port a serving component listens on in its pod: above 1024, which a process without
+# capabilities may bind (Pod Security "restricted"); its Service keeps port 443.
+SERVING_PORT = 8443
+
 REGISTRY: tuple[Component, ...] = (
     Component(
         key="aggregatedAPIServer", binary="karmada-aggregated-apiserver", suffix="aggregated-apiserver",
         description="karmada-aggregated-apiserver", order=20, step="aggregated",
-        args=dict(_AGGREGATED_ARGS), pki_files=("ca.crt",), serving=True, port=443,
-        probes=(_ready("/readyz", 443),),
+        args=dict(_AGGREGATED_ARGS), pki_files=("ca.crt",), serving=True, port=SERVING_PORT,
+        probes=(_ready("/readyz", SERVING_PORT),),
         etcd_client=True, api_services=(APIService("cluster.karmada.io", "v1alpha1", 2000, 10),),
         closed_args={**_CLOSED_AGGREGATED, **_CLOSED_ETCD_CLIENT}),
     Component(
@@ -240,8 +244,8 @@ REGISTRY: tuple[Component, ...] = (
     Component(
         key="webhook", binary="karmada-webhook", suffix="webhook",
         description="karmada-webhook", order=60, step="components",
-        serving=True, serving_dir=True, port=8443,
-        probes=(_ready("/readyz", 8443),),
+        serving=True, serving_dir=True, port=SERVING_PORT,
+        probes=(_ready("/readyz", SERVING_PORT),),
         args={**_KUBECONFIG_ARGS, "bind-address": "$(POD_IP)", "metrics-bind-address": "$(POD_IP):8080",
               "health-probe-bind-address": "$(POD_IP):8000", "secure-port": "{port}",
               "cert-dir": SERVING_DIR, "v": "2"},
@@ -258,7 +262,7 @@ REGISTRY: tuple[Component, ...] = (
     Component(
         key="search", binary="karmada-search", suffix="search",
         description="karmada-search", order=80, step="components", optional=True,
-        pki_files=("ca.crt",), serving=True, port=443, etcd_client=True,
+        pki_files=("ca.crt",), serving=True, port=SERVING_PORT, etcd_client=True,
         # No readiness probe: karmada-search turns ready only once it can list its own
         # ResourceRegistries through karmada-apiserver, which reaches it through this pod's
         # Service. The components step gates on its APIService being Available instead. Its
@@ -268,7 +272,7 @@ REGISTRY: tuple[Component, ...] = (
         # liveness probe allows five minutes of failures. Not a startup probe: the pod is not
         # Ready until a startup probe passes, so its Service would not reach it, and it would
         # never pass.
-        probes=(Probe("livenessProbe", "/livez", 443, period=15, initial_delay=15, timeout=5,
+        probes=(Probe("livenessProbe", "/livez", SERVING_PORT, period=15, initial_delay=15, timeout=5,
                       failure_threshold=20),),
         args={**_AGGREGATED_ARGS, "client-ca-file": "{pki}/ca.crt"},
         api_services=(APIService("search.karmada.io", "v1alpha1", 2000, 10),),
@@ -276,8 +280,8 @@ REGISTRY: tuple[Component, ...] = (
     Component(
         key="metricsAdapter", binary="karmada-metrics-adapter", suffix="metrics-adapter",
         description="karmada-metrics-adapter", order=90, step="components", optional=True,
-        pki_files=("ca.crt",), serving=True, port=443,
-        probes=(_ready("/readyz", 443),),
+        pki_files=("ca.crt",), serving=True, port=SERVING_PORT,
+        probes=(_ready("/readyz", SERVING_PORT),),
         args={**_AGGREGATED_ARGS, "client-ca-file": "{pki}/ca.crt", "metrics-bind-address": "$(POD_IP):8080"},
         api_services=(APIService("metrics.k8s.io", "v1beta1", 100, 200),
                       APIService("custom.metrics.k8s.io", "v1beta1", 100, 200),

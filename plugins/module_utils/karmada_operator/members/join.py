@@ -44,6 +44,7 @@ from typing import Any
 
 import yaml
 
+from karmada_operator.kube import pod_security
 from karmada_operator.kube.client import (
     Kube,
     KubeConfigError,
@@ -344,9 +345,10 @@ def agent_args(spec: MemberSpec, member_server: str, member_kubeconfig: bool) ->
 def agent_deployment(spec: MemberSpec, agent: AgentSettings, name: str, ns: str, secret: str,
                      member_server: str, host: bool, config_hash: str) -> dict:
     labels = {"app": name, MEMBER_LABEL: spec.name}
-    mounts = [{"name": "karmada-kubeconfig", "mountPath": "/etc/karmada", "readOnly": True}]
-    volumes = [{"name": "karmada-kubeconfig",
-                "secret": {"secretName": secret, "items": [{"key": "karmada-kubeconfig", "path": "kubeconfig"}]}}]
+    mounts = [dict(pod_security.TMP_MOUNT),
+              {"name": "karmada-kubeconfig", "mountPath": "/etc/karmada", "readOnly": True}]
+    volumes = [dict(pod_security.TMP_VOLUME), {"name": "karmada-kubeconfig", "secret": {
+        "secretName": secret, "items": [{"key": "karmada-kubeconfig", "path": "kubeconfig"}]}}]
     if host:
         mounts.append({"name": "member-kubeconfig", "mountPath": "/etc/member", "readOnly": True})
         items = [{"key": "member-kubeconfig", "path": "kubeconfig"}]
@@ -361,7 +363,10 @@ def agent_deployment(spec: MemberSpec, agent: AgentSettings, name: str, ns: str,
             "livenessProbe": {"httpGet": {"path": "/healthz", "port": 10357}, "initialDelaySeconds": 15,
                               "periodSeconds": 15, "failureThreshold": 3},
             "volumeMounts": mounts,
+            "securityContext": pod_security.container(),
         }],
+        # Pod Security "restricted" (kube/pod_security.py)
+        "securityContext": pod_security.pod(),
         "volumes": volumes,
         "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}],
     }

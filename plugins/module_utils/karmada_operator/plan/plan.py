@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from karmada_operator import components as karmada_components
+from karmada_operator.kube import pod_security
 
 # Defaults and paths have their home in the registry module.
 CRDS_URL_TEMPLATE = karmada_components.CRDS_URL_TEMPLATE
@@ -99,6 +100,9 @@ def _pod(spec: dict[str, Any], comp: dict[str, Any], default_replicas: int) -> d
         "priorityClassName": comp.get("priorityClassName") or "",
         "imagePullPolicy": images.get("pullPolicy") or "IfNotPresent",
         "imagePullSecrets": [{"name": s["name"]} for s in images.get("pullSecrets") or []],
+        # Pod Security "restricted" (kube/pod_security.py, docs/security.md)
+        "securityContext": pod_security.pod(),
+        "containerSecurityContext": pod_security.container(),
     }
 
 
@@ -293,7 +297,8 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
         },
         "args": _args({}, local.get("extraArgs"), {}, key="etcd", field="spec.etcd.local.extraArgs"),
         "pod": {**_pod(spec, local, replicas),
-                "resources": copy.deepcopy(local.get("resources") or DEFAULT_ETCD_RESOURCES)},
+                "resources": copy.deepcopy(local.get("resources") or DEFAULT_ETCD_RESOURCES),
+                "securityContext": pod_security.etcd_pod()},
     }
 
 

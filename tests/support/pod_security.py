@@ -1,0 +1,35 @@
+"""What the API server's own Pod Security admission says of live pods.
+
+Each pod's spec is offered, as a server-side dry run (nothing is created), to a namespace
+labelled ``pod-security.kubernetes.io/enforce: restricted``: the PodSecurity admission plugin of
+the host's kube-apiserver accepts it or refuses it naming every check it fails. The verdict is
+the plugin's, not a reading of ours of the rules.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import yaml
+
+from support.testenv import HostCluster
+
+CHECK_NS = "ko-pod-security-check"
+
+
+def restricted_verdicts(host: HostCluster, pods: list[dict]) -> dict[str, str]:
+    """Pod name -> "" when "restricted" admits it, else the admission's refusal."""
+    host.kubectl("create", "namespace", CHECK_NS, check=False)
+    host.kubectl("label", "namespace", CHECK_NS, "--overwrite", "pod-security.kubernetes.io/enforce=restricted",
+                 "pod-security.kubernetes.io/enforce-version=latest")
+    verdicts = {}
+    for pod in pods:
+        spec = copy.deepcopy(pod["spec"])
+        # what the API server filled in for the original, which a new pod may not say itself
+        for key in ("nodeName", "priority", "serviceAccountName", "serviceAccount"):
+            spec.pop(key, None)
+        offered = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": pod["metadata"]["name"], "namespace": CHECK_NS}, "spec": spec}
+        proc = host.kubectl("create", "--dry-run=server", "-f", "-", input=yaml.safe_dump(offered), check=False)
+        verdicts[pod["metadata"]["name"]] = "" if proc.returncode == 0 else proc.stderr.strip()
+    return verdicts
