@@ -9,6 +9,7 @@ the plugin's, not a reading of ours of the rules.
 from __future__ import annotations
 
 import copy
+import time
 
 import yaml
 
@@ -22,11 +23,17 @@ def restricted_verdicts(host: HostCluster, pods: list[dict]) -> dict[str, str]:
     host.kubectl("create", "namespace", CHECK_NS, check=False)
     host.kubectl("label", "namespace", CHECK_NS, "--overwrite", "pod-security.kubernetes.io/enforce=restricted",
                  "pod-security.kubernetes.io/enforce-version=latest")
+    # the ServiceAccount admission wants the namespace's default account, which its controller
+    # makes a moment after the namespace
+    deadline = time.monotonic() + 60
+    while host.kubectl("get", "serviceaccount", "default", "-n", CHECK_NS, check=False).returncode != 0:
+        assert time.monotonic() < deadline, f"no default ServiceAccount in {CHECK_NS} after 60 s"
+        time.sleep(1)
     verdicts = {}
     for pod in pods:
         spec = copy.deepcopy(pod["spec"])
         # what the API server filled in for the original, which a new pod may not say itself
-        for key in ("nodeName", "priority", "serviceAccountName", "serviceAccount"):
+        for key in ("nodeName", "priority", "preemptionPolicy", "serviceAccountName", "serviceAccount"):
             spec.pop(key, None)
         offered = {"apiVersion": "v1", "kind": "Pod",
                    "metadata": {"name": pod["metadata"]["name"], "namespace": CHECK_NS}, "spec": spec}
