@@ -9,7 +9,8 @@ import binascii
 from collections.abc import Mapping
 from typing import Any
 
-from karmada_operator.kube.client import Kube
+from karmada_operator.kube.client import Kube, KubeError
+from karmada_operator.task import ModuleFailed
 
 
 class ClientSecretError(Exception):
@@ -39,3 +40,14 @@ def client_tls(kube: Kube, etcd: Mapping[str, Any]) -> dict[str, str]:
     except (binascii.Error, UnicodeDecodeError) as exc:
         raise ClientSecretError(f"{ref['field']}: Secret {ref['name']} holds data that is not PEM text",
                                 ref["field"]) from exc
+
+
+def step_client_tls(kube: Kube, etcd: Mapping[str, Any]) -> dict[str, str]:
+    """:func:`client_tls` for an etcd task: a missing Secret or key fails the task naming the
+    spec field, an API error with its status."""
+    try:
+        return client_tls(kube, etcd)
+    except ClientSecretError as exc:
+        raise ModuleFailed(str(exc), field=exc.field) from exc
+    except KubeError as exc:
+        raise ModuleFailed(f"{exc.status} {exc.reason}: {exc.message}") from exc

@@ -175,7 +175,7 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
     annotations = dict(glob.get("annotations") or {})
 
     etcd = _etcd_plan(spec, name, ns, domain, kube_registry, names)
-    etcd.update(_etcd_step_facts(etcd, name, ns, domain, names, labels))
+    etcd.update(_etcd_step_facts(etcd, name, ns, names, labels))
     apiserver = _apiserver_plan(spec, name, ns, domain, kube_registry, kube_version, names, etcd)
     apiserver["serviceDNS"] = svc_dns(names["apiserver"])
     held = held_versions(cr, karmada_version)
@@ -219,6 +219,8 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
         },
         "paths": {"pki": PKI_DIR, "etcdPki": ETCD_PKI_DIR, "kubeconfigDir": KUBECONFIG_DIR,
                   "servingDir": SERVING_DIR},
+        # the writable /tmp of every pod (their root file systems are read-only: kube/pod_security.py)
+        "podTmp": {"volume": dict(pod_security.TMP_VOLUME), "mount": dict(pod_security.TMP_MOUNT)},
         "paused": bool(spec.get("paused", False)),
         "deletionPolicy": spec.get("deletionPolicy") or "Delete",
         "pki": _pki_input(spec, name, ns, domain, names, etcd, components),
@@ -272,13 +274,15 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
         raise PlanError("spec.etcd.local.replicas", f"{replicas} is not 1, 3, 5 or 7")
     sts = names["etcd"]
     peer_svc = names["etcdPeerService"]
+    member_domain = f"{peer_svc}.{ns}.svc.{domain}"  # a member's name is <pod>.<member_domain>
     members = [f"{sts}-{i}" for i in range(replicas)]
-    peer_dns = [f"{m}.{peer_svc}.{ns}.svc.{domain}" for m in members]
+    peer_dns = [f"{m}.{member_domain}" for m in members]
     storage = local.get("storage") or {}
     return {
         "mode": "local",
         "replicas": replicas,
         "members": members,
+        "memberDomain": member_domain,
         "memberDNS": peer_dns,
         "image": _image(registry, "etcd", local.get("version") or DEFAULT_ETCD_TAG, local.get("image")),
         "initialCluster": ",".join(f"{m}=https://{d}:{ETCD_PEER_PORT}" for m, d in zip(members, peer_dns,
@@ -287,7 +291,7 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
         "memberEndpoints": [f"https://{d}:{ETCD_CLIENT_PORT}" for d in peer_dns],
         # the client URLs of every member etcd can grow to (the rollout takes the first as many
         # as the StatefulSet has while a scale is under way)
-        "allMemberEndpoints": [f"https://{sts}-{i}.{peer_svc}.{ns}.svc.{domain}:{ETCD_CLIENT_PORT}"
+        "allMemberEndpoints": [f"https://{sts}-{i}.{member_domain}:{ETCD_CLIENT_PORT}"
                                for i in range(ETCD_MAX_MEMBERS)],
         "storage": {
             "type": storage.get("type") or "PersistentVolumeClaim",
@@ -308,7 +312,7 @@ ETCD_LOCAL_CLIENT_KEYS = {"ca.crt": "ca.crt", "tls.crt": "healthcheck-client.crt
 ETCD_EXTERNAL_CLIENT_KEYS = {"ca.crt": "ca.crt", "tls.crt": "tls.crt", "tls.key": "tls.key"}
 
 
-def _etcd_step_facts(etcd: dict[str, Any], name: str, ns: str, domain: str, names: dict[str, str],
+def _etcd_step_facts(etcd: dict[str, Any], name: str, ns: str, names: dict[str, str],
                      labels: dict[str, str]) -> dict[str, Any]:
     """What the etcd steps (tasks/etcd_scale, etcd_rollout, etcd_health) are told beside the
     slice: where etcd lives and the Secret holding their client pair (never the keys)."""
@@ -319,7 +323,6 @@ def _etcd_step_facts(etcd: dict[str, Any], name: str, ns: str, domain: str, name
         "namespace": ns,
         "statefulset": names["etcd"],
         "selector": f"app.kubernetes.io/name=etcd,app.kubernetes.io/instance={name}",
-        "memberDomain": f"{names['etcdPeerService']}.{ns}.svc.{domain}",
         "bootstrapConfigMap": names["etcdBootstrap"],
         "labels": {**labels, "app.kubernetes.io/name": "etcd", "app.kubernetes.io/component": "etcd"},
         "clientSecret": {"name": names["etcdPkiSecret"], "keys": ETCD_LOCAL_CLIENT_KEYS, "field": "spec.etcd.local"},

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from karmada_operator.etcd.client_secret import ClientSecretError, client_tls
+from karmada_operator.etcd.client_secret import step_client_tls
 from karmada_operator.etcd.gateway import CONNECTION_ARGS, EtcdError, client_from_params, tls_files
 from karmada_operator.etcd.health import cluster_health
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
@@ -83,12 +83,7 @@ def gate(params: dict[str, Any]) -> dict[str, Any]:
     except KubeConfigError as exc:
         raise ModuleFailed(str(exc)) from exc
     with live:
-        try:
-            tls = client_tls(live, etcd)
-        except ClientSecretError as exc:
-            raise ModuleFailed(str(exc), field=exc.field) from exc
-        except KubeError as exc:
-            raise ModuleFailed(f"{exc.status} {exc.reason}: {exc.message}") from exc
+        tls = step_client_tls(live, etcd)
         result: dict[str, Any] = {}
         error = ""
         for look in range(looks):

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from karmada_operator.etcd.client_secret import ClientSecretError, client_tls
+from karmada_operator.etcd.client_secret import step_client_tls
 from karmada_operator.etcd.gateway import EtcdClient, tls_files
 from karmada_operator.etcd.rollout import EtcdRolloutStopped, KubeMembers, MemberRolled, resolve_map, roll
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
@@ -41,12 +41,7 @@ def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], 
     except KubeConfigError as exc:
         raise ModuleFailed(msg=str(exc)) from exc
     with kube, live:
-        try:
-            tls = client_tls(live, etcd)
-        except ClientSecretError as exc:
-            raise ModuleFailed(msg=str(exc), field=exc.field) from exc
-        except KubeError as exc:
-            raise ModuleFailed(msg=f"{exc.status} {exc.reason}: {exc.message}") from exc
+        tls = step_client_tls(live, etcd)
         with tls_files(tls, prefix="etcd-rollout-") as files:
 
             def etcd_for(pods):

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from karmada_operator.etcd.client_secret import ClientSecretError, client_tls
+from karmada_operator.etcd.client_secret import step_client_tls
 from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
 from karmada_operator.etcd.rollout import resolve_map
 from karmada_operator.etcd.scaling import EtcdScaleStopped, KubeScaleSource, claim_templates, prepare, scale
@@ -56,12 +56,7 @@ def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], 
             except KubeError as exc:
                 raise ModuleFailed(msg=f"{exc.status} {exc.reason}: {exc.message}") from exc
             return {"changed": source.wrote, "replicas": replicas, "volume_claim_templates": claims, "steps": []}
-        try:
-            tls = client_tls(live, etcd)
-        except ClientSecretError as exc:
-            raise ModuleFailed(msg=str(exc), field=exc.field) from exc
-        except KubeError as exc:
-            raise ModuleFailed(msg=f"{exc.status} {exc.reason}: {exc.message}") from exc
+        tls = step_client_tls(live, etcd)
         certs = contextlib.ExitStack()
         try:
             files = certs.enter_context(tls_files(tls, prefix="etcd-scale-"))
