@@ -19,6 +19,7 @@ if _MODULE_UTILS not in sys.path:
     sys.path.insert(0, _MODULE_UTILS)
 from karmada_operator import components as registry
 from karmada_operator.backup import plan as eb_plan
+from karmada_operator.etcd import defragmentation
 from karmada_operator.pki import pki
 from karmada_operator.plan import plan as karmada_plan
 
@@ -347,6 +348,29 @@ def component(comp: registry.Component) -> Schema:
     return out
 
 
+def defragmentation_schema() -> Schema:
+    d = defragmentation.DEFAULTS
+    field = defragmentation.FIELD
+    return obj(
+        "Automatic defragmentation of the etcd members (docs/etcd.md): a member whose database is at least "
+        "minDbSize with at least fragmentationPercent of it free pages is defragmented, one member per pass, "
+        "followers first and the leader last, never while a member is unhealthy, a scale, an upgrade or a CA "
+        "rotation is under way, or a backup of this etcd is running. Checked at every full pass (at least "
+        "hourly). status.etcdDefragmentation and the EtcdDefragmented condition report it.",
+        {
+            "policy": s("Auto (the default) defragments when due; Off never does.",
+                        enum=list(defragmentation.POLICIES), default=d["policy"]),
+            "fragmentationPercent": s("Percent of a member's database that must be free pages "
+                                      "((dbSize - dbSizeInUse) / dbSize) for it to be due.", "integer",
+                                      minimum=1, maximum=99, default=d["fragmentationPercent"]),
+            "minDbSize": {**positive_size(quantity_or_int("Smallest database (bytes, or a quantity such as 100Mi) "
+                                                          "worth defragmenting."), f"{field}.minDbSize"),
+                          "default": d["minDbSize"]},
+        },
+        default={},
+    )
+
+
 def etcd_schema() -> Schema:
     storage = obj(
         "Where each etcd member keeps its data.",
@@ -398,6 +422,7 @@ def etcd_schema() -> Schema:
             "affinity": affinity(),
             "priorityClassName": s("PriorityClass of the etcd pods.", maxLength=253, pattern=DNS1123_SUBDOMAIN),
             "extraArgs": extra_args(),
+            "defragmentation": defragmentation_schema(),
         },
     )
     close_args(local["properties"], "spec.etcd.local", registry.closed_args()["etcd"])
@@ -713,6 +738,32 @@ def karmada_deployment_spec() -> Schema:
     )
 
 
+def etcd_defragmentation_status() -> Schema:
+    done = obj("A member defragmented.", {
+        "name": s("Member name."),
+        "leader": s("It was the leader.", "boolean"),
+        "at": s("When it finished.", format="date-time"),
+        "seconds": s("How long the defragmentation and its health check took.", "number"),
+        "dbSizeBefore": s("Database size before, in bytes.", "integer", format="int64"),
+        "dbSizeInUseBefore": s("Bytes in use before.", "integer", format="int64"),
+        "dbSizeAfter": s("Database size after, in bytes.", "integer", format="int64"),
+    })
+    round_ = obj("A round: the members due when it started, each defragmented once.", {
+        "startedAt": s("When it started.", format="date-time"),
+        "finishedAt": s("When its last member was done.", format="date-time"),
+        "members": arr("The members due when it started, in the order they are done.", s("Member name.")),
+        "done": arr("The members defragmented so far, in order.", done),
+    })
+    return obj("etcd's automatic defragmentation (spec.etcd.local.defragmentation).", {
+        "phase": s("Idle (no member due), InProgress (a round with members left: one per pass), Waiting (due but "
+                   "held back: message says why), Failed (the last member tried failed) or Disabled.",
+                   enum=["Idle", "InProgress", "Waiting", "Failed", "Disabled"]),
+        "message": s("What the last full pass found or did."),
+        "round": round_,
+        "lastRound": round_,
+    })
+
+
 def karmada_deployment_status() -> Schema:
     return obj(
         "Observed state, written by the operator.",
@@ -738,8 +789,13 @@ def karmada_deployment_status() -> Schema:
                     "leader": s("Is the raft leader.", "boolean"),
                     "learner": s("Is a learner.", "boolean"),
                     "version": s("etcd version."),
+                    "dbSize": s("Size of the member's database file in bytes, as of the last full pass.", "integer",
+                                format="int64"),
+                    "dbSizeInUse": s("Bytes of that file holding data (the rest is free pages a defragmentation "
+                                     "gives back), as of the last full pass.", "integer", format="int64"),
                 })),
             }),
+            "etcdDefragmentation": etcd_defragmentation_status(),
             "apiServerEndpoints": arr("URLs of karmada-apiserver.", s("URL.")),
             "adminKubeconfigSecret": s("Secret holding the admin kubeconfig (key kubeconfig)."),
             "certificates": arr("Certificate expiry.", obj("A certificate.", {

@@ -27,6 +27,8 @@ creates ConfigMaps through karmada-apiserver during each step. The tests assert:
 
 from __future__ import annotations
 
+import base64
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -39,6 +41,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from karmada_operator.etcd.gateway import EtcdClient, b64, prefix_end, tls_files
+from karmada_operator.plan.plan import build_plan
 from support import karmada_e2e
 from support.karmada_crds_server import serve
 from support.karmada_e2e import Deployment, operator_kubeconfig
@@ -359,6 +363,121 @@ def test_a_lost_member_is_replaced(fleet: Deployment):
     assert all(m["healthy"] and not m["learner"] for m in fleet.get()["status"]["etcd"]["members"])
     print("EtcdReady:", condition(fleet.get(), "EtcdReady")["message"])
     assert_writes_kept(writer, 50)
+
+
+@contextlib.contextmanager
+def etcd_client(fleet: Deployment):
+    """etcd's own gateway, dialled from here at the members' pod addresses with the health-check
+    client pair of the etcd PKI Secret (the source of truth for sizes and data)."""
+    plan = build_plan(fleet.get())["etcd"]
+    data = fleet.host.get("secret", f"{NAME}-etcd-pki", "-n", NS)["data"]
+    pems = {"ca.crt": data["ca.crt"], "tls.crt": data["healthcheck-client.crt"],
+            "tls.key": data["healthcheck-client.key"]}
+    pods = fleet.host.get("pods", "-n", NS, "-l", f"app.kubernetes.io/name=etcd,app.kubernetes.io/instance={NAME}")
+    resolve = {f"{p['metadata']['name']}.{plan['memberDomain']}": p["status"]["podIP"] for p in pods["items"]
+               if (p.get("status") or {}).get("podIP")}
+    with tls_files({k: base64.b64decode(v).decode() for k, v in pems.items()}, prefix="e2e-defrag-") as files:
+        yield EtcdClient(plan["memberEndpoints"], cert=files["cert"], key=files["key"], ca=files["ca"], timeout=60,
+                         resolve=resolve)
+
+
+def member_sizes(client: EtcdClient) -> dict[str, dict]:
+    """Member name -> dbSize, dbSizeInUse, free pages in percent, leader: each member's own status."""
+    out = {}
+    for m in client.member_list():
+        st = client.status(m.client_urls[0])
+        out[m.name] = {"dbSize": st.db_size, "dbSizeInUse": st.db_size_in_use, "leader": st.is_leader,
+                       "free": round(100 * (st.db_size - st.db_size_in_use) / st.db_size, 1)}
+    return out
+
+
+def defrag_record(fleet: Deployment) -> dict:
+    return (fleet.get().get("status") or {}).get("etcdDefragmentation") or {}
+
+
+FILL_KEYS, VALUE_BYTES, KEPT = 500, 2**20, 100  # 500 MiB written, 80 % deleted
+
+
+def test_a_fragmented_etcd_is_defragmented_one_member_per_pass_followers_first_leader_last(fleet: Deployment):
+    """500 MiB written straight into etcd, 80 % of it deleted and compacted away: with the default
+    policy (45 % on at least 100Mi) the next full pass starts a round; every member ends below
+    10 % free pages by etcd's own status, followers before the leader (Events), one member per
+    pass (each pass's status write seen on its own), karmada-apiserver's /readyz answering every
+    second and the writer acknowledged throughout; the data kept is intact."""
+    host = fleet.host
+    at_three(fleet)
+    with etcd_client(fleet) as client:
+        before = member_sizes(client)
+        print(f"\nbefore filling: {before}")
+        value = os.urandom(VALUE_BYTES // 2).hex().encode()
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda i: client.put(f"/e2e-defrag/{i:03d}", value), range(FILL_KEYS)))
+        for prefix in range((FILL_KEYS - KEPT) // 100):  # keys 000-399: prefixes /e2e-defrag/0 to /3
+            client.call("kv/deleterange", {"key": b64(f"/e2e-defrag/{prefix}"),
+                                           "range_end": b64(prefix_end(f"/e2e-defrag/{prefix}".encode()))})
+        revision = client.status().revision
+        client.call("kv/compaction", {"revision": str(revision), "physical": True}, timeout=300)
+        # each member frees the compacted revisions' pages in batches of its own
+        fragmented = fleet.wait_for(lambda: (lambda sizes: sizes if all(
+            m["dbSize"] >= 400 * 2**20 and m["free"] >= 70 for m in sizes.values()) else None)(member_sizes(client)),
+            300, "every member at 400 MiB or more with 70 % or more free pages")
+    print(f"fragmented: {fragmented}")
+    leader = next(name for name, m in fragmented.items() if m["leader"])
+    followers = sorted((n for n in fragmented if n != leader), key=lambda n: (len(n), n))
+    assert not events(fleet, "EtcdMemberDefragmented")
+
+    kubeconfig = fleet.kubeconfig()
+    kubectl = str(Path(fleet.host.settings["KO_LINKS"]) / "kubectl")
+    records = Sampler(lambda: defrag_record(fleet))
+    poller = ReadyzPoller(kubeconfig, kubectl)
+    writer = Writer(kubeconfig, prefix="defrag")
+    start = time.monotonic()
+    try:
+        fleet.wait_for(lambda: len(writer.acked) >= 10, 60, "the writer's first acknowledged creates")
+        # the default policy needs no spec change: the next full pass finds the members due
+        host.kubectl("annotate", "karmadadeployment", NAME, "-n", NS, "--overwrite",
+                     f"operator.karmada.io/full-pass=defrag-{time.time():.0f}")
+        fleet.wait_for(lambda: len((defrag_record(fleet).get("lastRound") or {}).get("done") or []) == 3
+                       and defrag_record(fleet).get("phase") == "Idle", 900, "a finished defragmentation round")
+        acked = len(writer.acked)
+        fleet.wait_for(lambda: len(writer.acked) >= acked + 10, 60, "creates acknowledged after the round")
+    finally:
+        writer.finish()
+        polls, failures = poller.finish()
+        samples = records.finish()
+    seconds = time.monotonic() - start
+    with etcd_client(fleet) as client:
+        after = member_sizes(client)
+        kept = [kv.key for kv in client.range("/e2e-defrag/", prefix_end(b"/e2e-defrag/"), keys_only=True)["kvs"]]
+        intact = all(client.get(key) == value for key in kept)
+    print(f"round in {seconds:.0f} s; after: {after}; {polls} /readyz polls, {len(failures)} failed; "
+          f"writer: {writer.summary()}")
+    defragmented = events(fleet, "EtcdMemberDefragmented")
+    for e in defragmented:
+        print("EtcdMemberDefragmented:", e["message"])
+
+    # every member below 10 % free pages by its own status, and smaller than before by the 80 %
+    assert all(m["free"] < 10 and m["dbSize"] < fragmented[n]["dbSize"] / 2 for n, m in after.items()), after
+    # followers first, the leader last, one Event each
+    assert [e["message"].split()[2] for e in defragmented] == [*followers, leader], (defragmented, leader)
+    assert "(the leader)" in defragmented[-1]["message"]
+    # one member per pass: each pass's status write was seen with one more member done
+    done_counts = [len((r.get("round") or {}).get("done") or []) for _, r in samples
+                   if isinstance(r, dict) and r.get("phase") == "InProgress"]
+    print("InProgress records seen, members done:", sorted(set(done_counts)))
+    assert sorted(set(done_counts)) == [1, 2], done_counts
+    # the data kept is intact, the rest gone
+    assert kept == [f"/e2e-defrag/{i:03d}".encode() for i in range(FILL_KEYS - KEPT, FILL_KEYS)]
+    assert intact
+    # status tells the truth: sizes of the pass that finished the round, the condition
+    status = fleet.get()["status"]
+    sizes = {m["name"]: m for m in status["etcd"]["members"]}
+    assert all(sizes[n]["dbSize"] < fragmented[n]["dbSize"] / 2 and sizes[n]["dbSizeInUse"] > 0 for n in after), sizes
+    defragmented_condition = condition(fleet.get(), "EtcdDefragmented")
+    assert (defragmented_condition["status"], defragmented_condition["reason"]) == ("True", "NotNeeded")
+    # no outage: /readyz answered every second, every acknowledged write is there
+    assert polls >= 10 and not failures, failures
+    assert_writes_kept(writer, 20)
 
 
 class Stopper:

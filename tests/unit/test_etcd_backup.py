@@ -17,11 +17,11 @@ import pytest
 import yaml
 
 from karmada_operator.backup import job
-from karmada_operator.backup import lease as eb_lease
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.backup import runner as eb_runner
 from karmada_operator.backup import schedule as eb_schedule
 from karmada_operator.backup import status as eb_status
+from karmada_operator.etcd import lease as eb_lease
 from karmada_operator.etcd.gateway import EtcdUnreachableError, Status
 from karmada_operator.etcd.snapshots import EtcdSnapshotError, RevisionReader, _bolt_last_revision
 

@@ -11,8 +11,8 @@ import yaml
 
 from karmada_operator import components as karmada_components
 from karmada_operator.backup import controller as ctl
-from karmada_operator.backup import lease as eb_lease
 from karmada_operator.backup import plan as eb_plan
+from karmada_operator.etcd import lease as eb_lease
 from karmada_operator.runtime import status_writer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from karmada_operator.backup import lease as eb_lease
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.backup import schedule as eb_schedule
 from karmada_operator.backup import status as eb_status
+from karmada_operator.etcd import lease as eb_lease
 from karmada_operator.kube import conditions as k8s_conditions
 from karmada_operator.kube.client import Kube, KubeError, owner_reference
 from karmada_operator.plan.upgrade import PRE_UPGRADE_ANNOTATION
@@ -306,44 +306,13 @@ class BackupReconciler:
         return ""
 
     def _release(self, job: Mapping[str, Any], lock: Mapping[str, str]) -> None:
-        holder = (job["metadata"].get("annotations") or {}).get(ANN_HOLDER, "")
-        lease = self.kube.get("coordination.k8s.io/v1", "Lease", lock["name"], lock["namespace"])
-        spec = eb_lease.lease_release(lease, holder)
-        if lease is not None and spec is not None:
-            body = {**lease, "spec": spec}
-            try:
-                self.kube.replace(body)
-            except KubeError as exc:
-                if exc.status not in (404, 409):  # gone or taken over meanwhile: not ours to free
-                    raise
+        eb_lease.release(self.kube, lock, (job["metadata"].get("annotations") or {}).get(ANN_HOLDER, ""))
 
     def _take_lock(self, plan: Mapping[str, Any]) -> eb_lease.LeaseDecision:
-        lock = plan["lock"]
-        holder = eb_lease.lease_holder(plan)
-        lease = self.kube.get("coordination.k8s.io/v1", "Lease", lock["name"], lock["namespace"])
-        decision = eb_lease.lease_decision(lease, holder, self.now)
-        held_by = ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
-        if not decision.acquired and held_by.startswith(f"{self.ns}/{self.name}/"):
-            # Held for a run of this very EtcdBackup, none of whose Jobs runs (checked before
-            # this): left over by a pass that was cut short. Ours to take.
-            decision = eb_lease.LeaseDecision("take")
-        if not decision.acquired:
-            return decision
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": lock["name"], "namespace": lock["namespace"],
-                             "labels": {"app.kubernetes.io/managed-by": "karmada-operator"}},
-                "spec": eb_lease.lease_spec(holder, self.now, previous=lease)}
-        try:
-            if lease is None:
-                self.kube.create(body)
-            else:
-                body["metadata"] = {**lease["metadata"]}
-                self.kube.replace(body)
-        except KubeError as exc:
-            if exc.status in (409,):  # another pass took it between our read and write
-                return eb_lease.LeaseDecision("wait", holder="another backup", expires=None)
-            raise
-        return decision
+        # A holder left by a run of this very EtcdBackup, none of whose Jobs runs (checked before
+        # this): left over by a pass that was cut short. Ours to take.
+        return eb_lease.take(self.kube, plan["lock"], eb_lease.lease_holder(plan), self.now,
+                             ours=lambda held_by: held_by.startswith(f"{self.ns}/{self.name}/"))
 
     def _on_demand_waiting(self) -> str:
         """An on-demand EtcdBackup of the same KarmadaDeployment waiting for the lock, if any."""
@@ -468,7 +437,8 @@ class BackupReconciler:
         lock = self._take_lock(plan)
         if not lock.acquired:
             until = f" until {eb_plan.rfc3339(lock.expires)}" if lock.expires else ""
-            return self._pending("WaitingForLock", f"another backup of this etcd is running ({lock.holder}{until})")
+            return self._pending("WaitingForLock", f"another backup or a defragmentation of this etcd is running "
+                                                   f"({lock.holder}{until})")
         job = job_manifest(plan, self.image, None if self.creator else self.backup, self.pull_policy)
         try:
             (self.creator or self.kube).create(job)

@@ -51,3 +51,11 @@ def step_client_tls(kube: Kube, etcd: Mapping[str, Any]) -> dict[str, str]:
         raise ModuleFailed(str(exc), field=exc.field) from exc
     except KubeError as exc:
         raise ModuleFailed(f"{exc.status} {exc.reason}: {exc.message}") from exc
+
+
+def pod_addresses(live: Kube, etcd: Mapping[str, Any]) -> dict[str, str]:
+    """Member DNS name -> pod IP, for a local etcd's members (they advertise names only the
+    cluster resolves; the operator may run outside it)."""
+    pods = live.list("v1", "Pod", etcd["namespace"], label_selector=etcd["selector"])
+    return {f"{pod['metadata']['name']}.{etcd['memberDomain']}": (pod.get("status") or {}).get("podIP")
+            for pod in pods if (pod.get("status") or {}).get("podIP")}

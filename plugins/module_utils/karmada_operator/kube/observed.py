@@ -65,10 +65,8 @@ def _pod_ready(pod: dict[str, Any]) -> bool:
 def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
                 health: dict[str, Any] | None = None) -> dict[str, Any]:
     """status.etcd: endpoints and members (those etcd reports when ``health`` lists them, else the
-    plan's); member details from etcd_health when given.
-
-    Only what changes with a real event goes into status (not the database size, which moves
-    with every write): a status write starts another reconcile.
+    plan's); member details from etcd_health when given, their database sizes among them (as of
+    this full pass: the fast path writes nothing, so they move only with a full pass).
     """
     etcd = plan["etcd"]
     members_health = {m.get("name"): m for m in (health or {}).get("members") or []}
@@ -89,6 +87,9 @@ def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
             entry["id"] = h["id"]
         if h.get("version"):
             entry["version"] = h["version"]
+        if h.get("reachable"):
+            entry["dbSize"] = int(h.get("db_size") or 0)
+            entry["dbSizeInUse"] = int(h.get("db_size_in_use") or 0)
         members.append(entry)
     return {"endpoints": list(etcd.get("endpoints") or []), "members": members}
 
@@ -107,16 +108,38 @@ def certificates_condition(certificates: list[dict[str, Any]]) -> dict[str, Any]
                        f"at {soonest.get('notAfter')}"}
 
 
+def merge_reports(status: dict[str, Any], reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Running status with the day-2 operations' reports of this pass merged in
+    (plan/operations.py): their fields (a list of named entries merged entry by entry, e.g. the
+    etcd members' sizes read after a defragmentation) and their conditions."""
+
+    def merge(base: Any, extra: Any) -> Any:
+        if isinstance(base, dict) and isinstance(extra, dict):
+            return {**base, **{k: merge(base.get(k), v) for k, v in extra.items()}}
+        if (isinstance(base, list) and isinstance(extra, list)
+                and all(isinstance(e, dict) and e.get("name") for e in base + extra)):
+            fresh = {e["name"]: e for e in extra}
+            return [merge(e, fresh[e["name"]]) if e["name"] in fresh else e for e in base]
+        return extra
+
+    out = {**status, "fields": dict(status["fields"]), "conditions": list(status["conditions"])}
+    for report in reports:
+        out["fields"] = merge(out["fields"], report.get("fields") or {})
+        out["conditions"][-1:-1] = list(report.get("conditions") or [])  # Ready stays last
+    return out
+
+
 def running_status(deployments: list[dict[str, Any]], pods: list[dict[str, Any]], plan: dict[str, Any],
                    certificates: list[dict[str, Any]], etcd_health: dict[str, Any] | None = None,
-                   last_replacement: str = "") -> dict[str, Any]:
+                   last_replacement: str = "", reports: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What the status step writes once every gate passed: phase Running, the fields (the version
     its pods run per component, etcd's members, endpoints, certificate expiry) and the
     conditions, as the status writer takes them (``{phase, fields, conditions, event}``).
 
     ``deployments``/``pods``: the control plane's, read back now; ``certificates``: the
     certificates step's metadata; ``etcd_health``: the quorum gate's report; ``last_replacement``:
-    what the etcd step says it last replaced ("" for none)."""
+    what the etcd step says it last replaced ("" for none); ``reports``: the day-2 operations'
+    reports of this pass (:func:`merge_reports`)."""
     etcd = plan["etcd"]
     serving = f"Karmada {plan['karmadaVersion']} is serving"
     if etcd["mode"] == "local":
@@ -124,7 +147,7 @@ def running_status(deployments: list[dict[str, Any]], pods: list[dict[str, Any]]
             f"; last replacement: {last_replacement}" if last_replacement else "")
     else:
         etcd_message = "using " + ",".join(etcd["endpoints"])
-    return {
+    return merge_reports({
         "phase": "Running",
         "event": {"reason": "Running", "message": serving},
         "fields": {
@@ -144,7 +167,7 @@ def running_status(deployments: list[dict[str, Any]], pods: list[dict[str, Any]]
              "message": f"karmada-apiserver and {len(plan['enabledComponents'])} components ready"},
             {"type": "Ready", "status": "True", "reason": "Running", "message": serving},
         ],
-    }
+    }, reports or [])
 
 
 def pick(data: dict[str, Any], keys: list[str]) -> dict[str, Any]:

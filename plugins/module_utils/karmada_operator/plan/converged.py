@@ -14,8 +14,8 @@ compares; it ends at once, writing nothing, only when:
 * status says Ready at this generation;
 * every Deployment and StatefulSet has all its replicas ready on its current generation;
 * no certificate has entered its renewal window (``renewAt``, the soonest one);
-* no CA rotation is asked for or under way (``status.caRotation`` not ``Done``): each of its
-  phases is a full pass;
+* no day-2 operation is under way (plan/operations.py: a CA rotation asked for or not
+  ``Done``, an etcd defragmentation round ``InProgress``): each of their steps is a full pass;
 * the last full pass is younger than ``recheck_after`` (objects inside karmada-apiserver,
   such as CRDs and APIServices, and what the operator does not own, are checked only by a
   full pass);
@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from karmada_operator.pki import ca_rotation as karmada_ca_rotation
+from karmada_operator.plan import operations
 
 # What the operator owns on the host cluster, listed by its labels.
 OWNED_KINDS = (
@@ -174,9 +174,9 @@ def decide(cr: Mapping[str, Any], objects: list[Mapping[str, Any]], build: str, 
     due = _time(record.get("renewAt") or "")
     if due is not None and now >= due:
         return Decision(False, f"a certificate is due for renewal since {iso(due)}")
-    rotating = karmada_ca_rotation.under_way(cr)
-    if rotating:
-        return Decision(False, rotating)
+    operating = operations.under_way(cr)
+    if operating:
+        return Decision(False, operating)
     asked = full_pass_asked(cr)
     if asked != str(record.get("fullPass") or ""):
         return Decision(False, f"a full pass was asked for ({FULL_PASS_ANNOTATION}={asked})")

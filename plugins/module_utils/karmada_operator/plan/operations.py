@@ -1,5 +1,6 @@
-"""Day-2 operations behind one interface: a version change (``upgrade``) and a CA rotation
-(``caRotation``) today; the next ones (defragmentation, encryption-key rotation) join them here.
+"""Day-2 operations behind one interface: a version change (``upgrade``), a CA rotation
+(``caRotation``) and etcd's automatic defragmentation (``etcdDefragmentation``); the next ones
+(encryption-key rotation) join them here.
 
 An operation is a state machine recorded in its own status field (its name). Each one says:
 
@@ -13,16 +14,33 @@ The transitions: an upgrade ``stopped`` (a step failed: where, why) or ``finishe
 converged on the new version); a CA rotation ``doing`` (this pass does its phase) or
 ``advanced`` (the phase is done on the control plane; the next one when every member is Ready).
 Each operation's logic stays in its module (plan/upgrade.py, pki/ca_rotation.py); this is the
-one place the pass and the status step reach it through, so a new operation is one class here
-plus its logic, a step file when it needs one, and its entry in pass_plan.control_plane_steps.
+one place the pass and the status step reach it through.
+
+An operation that runs as a step of its own (etcd/defragmentation.py is the model) also says:
+
+- ``after``: the control-plane step it follows; ``steps(plan, records)``: the steps it adds to
+  this pass ([] to sit this one out), each run by the one generic step file
+  (roles/karmada_deployment/tasks/operation.yml through the ``karmada_operation`` task);
+- ``run(ctx)``: does this pass's share (a :class:`Context`: the plan, the custom resource, the
+  API clients, the step's timeout, an Event poster) and returns its report for the status step
+  (``{"fields", "conditions", "changed"}``, merged into the Running status);
+- ``under_way(cr)``: why the fast path must not end a reconcile ("" when nothing is left), so
+  the status write that ends one pass starts the next.
+
+A new operation of that kind is one module with its class and logic, its entry in
+:data:`OPERATIONS` below, and its spec and status fields in the schema: no task file, filter or
+plugin of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from karmada_operator.etcd.defragmentation import Defragmentation
+from karmada_operator.kube.client import Kube
 from karmada_operator.pki import ca_rotation
 from karmada_operator.plan import upgrade as karmada_upgrade
 
@@ -54,6 +72,9 @@ class Upgrade:
             raise PassRefused(refusal["message"], refusal["reason"], "spec.karmadaVersion")
         return karmada_upgrade.started(cr, plan["karmadaVersion"], now)
 
+    def under_way(self, cr: Mapping[str, Any]) -> str:
+        return ""  # a version change is a spec change: the fingerprint already takes the full pass
+
     def report(self, record: Mapping[str, Any], transition: str, *facts: Any, now: datetime) -> dict[str, Any]:
         if transition == "stopped":
             rolled, component, message = facts
@@ -79,6 +100,9 @@ class CaRotation:
         except ca_rotation.CaRotationError as exc:
             raise PassRefused(str(exc), "InvalidSpec", exc.field) from None
 
+    def under_way(self, cr: Mapping[str, Any]) -> str:
+        return ca_rotation.under_way(cr)
+
     def report(self, record: Mapping[str, Any], transition: str, *facts: Any, now: datetime) -> dict[str, Any]:
         if transition == "doing":
             # ``record``: the phase as the certificates step did it (ca_rotation.in_progress)
@@ -96,19 +120,53 @@ class CaRotation:
         raise ValueError(f"caRotation has no transition {transition!r} (doing, advanced)")
 
 
-OPERATIONS: dict[str, Upgrade | CaRotation] = {op.name: op for op in (Upgrade(), CaRotation())}
+OPERATIONS: dict[str, Any] = {op.name: op for op in (Upgrade(), CaRotation(), Defragmentation())}
 
 
 def admit_all(cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, dict[str, Any]]:
-    """Every operation's record for this pass, in the registry's order (CA rotation errors first
-    would be as good; the order only decides which refusal a spec with two gets)."""
-    order = ("caRotation", "upgrade")
+    """Every operation's record for this pass, CA rotation first (the order only decides which
+    refusal a spec with two gets)."""
+    order = ("caRotation", "upgrade", *(name for name in OPERATIONS if name not in ("caRotation", "upgrade")))
     return {name: OPERATIONS[name].admit(cr, plan, now) for name in order}
+
+
+def steps_after(anchor: str, plan: Mapping[str, Any], records: Mapping[str, Mapping[str, Any]]) -> list[dict]:
+    """The steps the operations add after the control-plane step ``anchor`` in this pass."""
+    return [s for op in OPERATIONS.values() if getattr(op, "after", "") == anchor for s in op.steps(plan, records)]
+
+
+def under_way(cr: Mapping[str, Any]) -> str:
+    """Why a reconcile must take a full pass for an operation ("" when none needs one)."""
+    return next((why for why in (op.under_way(cr) for op in OPERATIONS.values()) if why), "")
+
+
+@dataclass
+class Context:
+    """What an operation's ``run`` works with: the plan, the custom resource as the pass started,
+    the API server (``live``, for reads and locks), ``event`` to post an Event about the custom
+    resource (``{type, reason, message}``), the step's timeout and poll interval in seconds."""
+
+    plan: Mapping[str, Any]
+    owner: Mapping[str, Any]
+    live: Kube
+    event: Callable[[Mapping[str, str]], None]
+    timeout: float
+    poll: float
+    now: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+
+def run(name: str, ctx: Context) -> dict[str, Any]:
+    """Operation ``name``'s share of this pass (the generic step's task, tasks/karmada_operation.py)."""
+    op = OPERATIONS.get(name)
+    if op is None or not hasattr(op, "run"):
+        raise ValueError(f"no day-2 operation {name!r} runs as a step "
+                         f"({', '.join(n for n, o in OPERATIONS.items() if hasattr(o, 'run'))})")
+    return op.run(ctx)
 
 
 def report(record: Mapping[str, Any], name: str, transition: str, *facts: Any,
            now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> dict[str, Any]:
     """The status ``transition`` of operation ``name`` writes (the roles' one day-2 filter)."""
-    if name not in OPERATIONS:
+    if not hasattr(OPERATIONS.get(name), "report"):
         raise ValueError(f"no day-2 operation {name!r} ({', '.join(OPERATIONS)})")
     return OPERATIONS[name].report(record, transition, *facts, now=now())

@@ -31,7 +31,7 @@ from typing import Any
 
 from karmada_operator.pki import ca_rotation
 from karmada_operator.plan import upgrade as karmada_upgrade
-from karmada_operator.plan.operations import PassRefused, admit_all
+from karmada_operator.plan.operations import PassRefused, admit_all, steps_after
 from karmada_operator.plan.plan import config_hash, mounts_hash
 
 __all__ = ["PassRefused", "control_plane_steps", "pki_hashes", "plan_pass", "step"]
@@ -48,20 +48,23 @@ def step(name: str, file: str = "", **tells: Any) -> dict[str, Any]:
     return {"name": name, "file": file or name, **tells}
 
 
-def control_plane_steps(upgrade: Mapping[str, Any], reverse: bool, rotation: Mapping[str, Any]) -> list[dict]:
+def control_plane_steps(upgrade: Mapping[str, Any], reverse: bool, rotation: Mapping[str, Any],
+                        after: Mapping[str, list[dict]] | None = None) -> list[dict]:
     """The ordered steps of a full pass.
 
     Forward: certificates (the admin kubeconfig Secret with them), etcd, karmada-apiserver,
     karmada-aggregated-apiserver,
     Karmada's CRDs and system objects, the other components (the registry's order), then
     karmada-apiserver again when only its certificates changed (it restarts last), the Dropping
-    phase's client-CA trim, and the Running status. A rollback reaches the running
+    phase's client-CA trim, and the Running status. ``after``: the steps day-2 operations add
+    after a step, by its name (operations.steps_after: etcd's defragmentation after etcd). A
+    rollback reaches the running
     karmada-apiserver first and rolls it last: components (last first), the aggregated
     apiserver, the older CRDs, karmada-apiserver; a component never runs against a newer one it
     was not built for.
     """
     steps = [step("pre-upgrade-backup", "upgrade_backup")] if upgrade else []
-    steps += [step("pki"), step("etcd")]
+    steps += [step("pki"), step("etcd"), *(after or {}).get("etcd", [])]
     if reverse:
         steps += [step("apiserver-connect", "apiserver_connect"),
                   step("components", "components", component_step="components", reverse=True),
@@ -128,7 +131,8 @@ def plan_pass(cr: Mapping[str, Any], plan: Mapping[str, Any], *, converged_contr
     if not rotation and members_only(cr, plan, converged_control_plane):
         return {"mode": MODE_MEMBERS, "steps": [], "upgrade": upgrade, "reverse": reverse, "caRotation": {},
                 "conditions": restamped_conditions(cr)}
-    return {"mode": MODE_FULL, "steps": control_plane_steps(upgrade, reverse, rotation), "upgrade": upgrade,
+    after = {"etcd": steps_after("etcd", plan, records)}
+    return {"mode": MODE_FULL, "steps": control_plane_steps(upgrade, reverse, rotation, after), "upgrade": upgrade,
             "reverse": reverse, "caRotation": rotation, "conditions": []}
 
 

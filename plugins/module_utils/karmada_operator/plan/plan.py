@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from karmada_operator import components as karmada_components
+from karmada_operator.etcd import defragmentation
 from karmada_operator.kube import pod_security
 
 # Defaults and paths have their home in the registry module.
@@ -300,10 +301,18 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
             "hostPath": storage.get("hostPath") or "",
         },
         "args": _args({}, local.get("extraArgs"), {}, key="etcd", field="spec.etcd.local.extraArgs"),
+        "defragmentation": _defragmentation(local),
         "pod": {**_pod(spec, local, replicas),
                 "resources": copy.deepcopy(local.get("resources") or DEFAULT_ETCD_RESOURCES),
                 "securityContext": pod_security.etcd_pod()},
     }
+
+
+def _defragmentation(local: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return defragmentation.policy(local.get("defragmentation"))
+    except defragmentation.PolicyError as exc:
+        raise PlanError(exc.field, exc.message) from None
 
 
 # The etcd client pair the operator's etcd steps use, by Secret: the local etcd's health-check

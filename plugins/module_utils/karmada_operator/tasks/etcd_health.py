@@ -11,10 +11,10 @@ with the spec field to look at.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from karmada_operator.etcd.client_secret import step_client_tls
+from karmada_operator.etcd.client_secret import pod_addresses, step_client_tls
 from karmada_operator.etcd.gateway import CONNECTION_ARGS, EtcdError, client_from_params, tls_files
 from karmada_operator.etcd.health import cluster_health
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
@@ -62,13 +62,6 @@ def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], 
     return result
 
 
-def _pod_addresses(live: Kube, etcd: Mapping[str, Any]) -> dict[str, str]:
-    """Member DNS name -> pod IP, for a local etcd's members."""
-    pods = live.list("v1", "Pod", etcd["namespace"], label_selector=etcd["selector"])
-    return {f"{pod['metadata']['name']}.{etcd['memberDomain']}": (pod.get("status") or {}).get("podIP")
-            for pod in pods if (pod.get("status") or {}).get("podIP")}
-
-
 def gate(params: dict[str, Any]) -> dict[str, Any]:
     """Wait for a quorum with ``expect`` members healthy (module docstring)."""
     etcd = params["etcd"]
@@ -90,7 +83,7 @@ def gate(params: dict[str, Any]) -> dict[str, Any]:
             if look:
                 time.sleep(poll)
             try:
-                resolve = _pod_addresses(live, etcd) if local else {}
+                resolve = pod_addresses(live, etcd) if local else {}
                 result = report({"endpoints": endpoints, "tls": tls, "resolve": resolve, "timeout": 5.0})
                 error = ""
             except (EtcdError, KubeError) as exc:

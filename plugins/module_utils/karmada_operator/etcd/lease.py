@@ -1,13 +1,16 @@
-"""The backup lock: one Kubernetes Lease per etcd, so two backups of one etcd never run at
-once (:func:`lease_name`, :func:`lease_decision`, :func:`lease_spec`)."""
+"""The etcd lock: one Kubernetes Lease per etcd, so two backups of one etcd never run at once,
+and a defragmentation never runs while a backup streams a snapshot (:func:`lease_name`,
+:func:`lease_decision`, :func:`lease_spec`; :func:`take` and :func:`release` write it)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from karmada_operator.kube.client import Kube, KubeError
 
 LEASE_DURATION_SECONDS = 3600  # how long a run may hold the lock before others may take it
 LEASE_PREFIX = "etcd-backup-"
@@ -113,3 +116,49 @@ def lease_release(lease: Mapping[str, Any] | None, holder: str) -> dict[str, Any
     return {**spec, "holderIdentity": None, "renewTime": None}
 
 
+
+
+LEASE_API = "coordination.k8s.io/v1"
+
+
+def take(kube: Kube, lock: Mapping[str, str], holder: str, now: datetime,
+         duration_seconds: int = LEASE_DURATION_SECONDS,
+         ours: Callable[[str], bool] = lambda held_by: False) -> LeaseDecision:
+    """Take (or renew) the Lease ``lock`` (``{namespace, name}``) for ``holder``; the decision
+    says whether it is ours now (``wait``: another holds it). ``ours(held_by)``: a holder left
+    over by an earlier run of the same owner, ours to take."""
+    lease = kube.get(LEASE_API, "Lease", lock["name"], lock["namespace"])
+    decision = lease_decision(lease, holder, now)
+    held_by = ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
+    if not decision.acquired and ours(held_by):
+        decision = LeaseDecision("take")
+    if not decision.acquired:
+        return decision
+    body = {"apiVersion": LEASE_API, "kind": "Lease",
+            "metadata": {"name": lock["name"], "namespace": lock["namespace"],
+                         "labels": {"app.kubernetes.io/managed-by": "karmada-operator"}},
+            "spec": lease_spec(holder, now, duration_seconds, previous=lease)}
+    try:
+        if lease is None:
+            kube.create(body)
+        else:
+            body["metadata"] = {**lease["metadata"]}
+            kube.replace(body)
+    except KubeError as exc:
+        if exc.status == 409:  # another took it between our read and write
+            return LeaseDecision("wait", holder="another holder", expires=None)
+        raise
+    return decision
+
+
+def release(kube: Kube, lock: Mapping[str, str], holder: str) -> None:
+    """Free the Lease when ``holder`` holds it (a Lease taken over or gone meanwhile is left)."""
+    lease = kube.get(LEASE_API, "Lease", lock["name"], lock["namespace"])
+    spec = lease_release(lease, holder)
+    if lease is None or spec is None:
+        return
+    try:
+        kube.replace({**lease, "spec": spec})
+    except KubeError as exc:
+        if exc.status not in (404, 409):
+            raise

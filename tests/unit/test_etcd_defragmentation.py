@@ -1,0 +1,195 @@
+"""etcd's automatic defragmentation (etcd/defragmentation.py): the decision each pass makes, the
+status it reports, and its place among the day-2 operations (plan/operations.py). The run
+against real etcd members is proven end to end (tests/e2e/test_etcd_scaling.py)."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from karmada_operator.etcd import defragmentation as defrag
+from karmada_operator.kube.observed import merge_reports
+from karmada_operator.plan import converged, operations
+from karmada_operator.plan import pass_plan as pp
+from karmada_operator.plan import plan as kp
+
+ROOT = Path(__file__).resolve().parents[2]
+NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+MiB = 2**20
+DEFAULT = defrag.policy(None)
+POLICY = DEFAULT
+
+
+def member(name, size_mib, used_mib, leader=False, healthy=True, learner=False):
+    return {"name": name, "db_size": size_mib * MiB, "db_size_in_use": used_mib * MiB, "leader": leader,
+            "healthy": healthy, "learner": learner, "reachable": healthy, "endpoint": f"https://{name}:2379",
+            "error": "" if healthy else "connection refused"}
+
+
+def health(*members):
+    return {"members": list(members)}
+
+
+def fragmented():
+    """Three members, every one 80 % free pages on 500 MiB; etcd-1 leads."""
+    return health(member("etcd-0", 500, 100), member("etcd-1", 500, 100, leader=True), member("etcd-2", 500, 100))
+
+
+def test_the_defaults_are_openshifts_45_percent_on_100_mb_and_auto():
+    assert defrag.policy({}) == {"policy": "Auto", "fragmentationPercent": 45, "minDbSize": "100Mi",
+                                 "minDbSizeBytes": 100 * MiB}
+    assert defrag.policy({"minDbSize": "1Gi", "fragmentationPercent": 30})["minDbSizeBytes"] == 2**30
+    assert defrag.policy({"minDbSize": 4096})["minDbSizeBytes"] == 4096
+
+
+@pytest.mark.parametrize(("given", "field"), [
+    ({"policy": "Sometimes"}, "spec.etcd.local.defragmentation.policy"),
+    ({"fragmentationPercent": 100}, "spec.etcd.local.defragmentation.fragmentationPercent"),
+    ({"minDbSize": "lots"}, "spec.etcd.local.defragmentation.minDbSize"),
+])
+def test_a_setting_the_operator_cannot_use_names_its_field(given, field):
+    with pytest.raises(defrag.PolicyError) as err:
+        defrag.policy(given)
+    assert err.value.field == field and str(err.value).startswith(field)
+    cr = sample()
+    cr["spec"]["etcd"] = {"local": {"defragmentation": given}}
+    with pytest.raises(kp.PlanError) as plan_err:
+        kp.build_plan(cr)
+    assert plan_err.value.field == field
+
+
+def test_due_at_the_threshold_and_the_size_not_below_either():
+    assert defrag.is_due(member("a", 200, 110), POLICY)  # 45 % free exactly
+    assert not defrag.is_due(member("a", 200, 111), POLICY)  # 44.5 %
+    assert not defrag.is_due(member("a", 99, 1), POLICY)  # 99 % free but under 100 MiB
+    assert not defrag.is_due({"name": "a", "db_size": 0, "db_size_in_use": 0}, POLICY)
+    assert defrag.fragmentation(member("a", 500, 100)) == 80
+
+
+def test_followers_first_by_name_the_leader_last_one_member_per_pass():
+    h = health(member("etcd-10", 500, 100), member("etcd-2", 500, 100, leader=True), member("etcd-0", 500, 100))
+    first = defrag.decide(POLICY, h, {}, 3, NOW)
+    assert (first.action, first.member) == ("defragment", "etcd-0")
+    assert first.record["round"]["members"] == ["etcd-0", "etcd-10", "etcd-2"]
+
+    order = []
+    record, current = {}, copy.deepcopy(h)
+    for _ in range(5):
+        d = defrag.decide(POLICY, current, record, 3, NOW)
+        if d.action != "defragment":
+            break
+        order.append(d.member)
+        for m in current["members"]:  # the member is defragmented: no free pages left
+            if m["name"] == d.member:
+                m["db_size"] = m["db_size_in_use"]
+        record = defrag.after_member(d, {"name": d.member, "dbSizeAfter": 100 * MiB}, current, POLICY, NOW)
+        assert record["phase"] in ("InProgress", "Idle")
+    assert order == ["etcd-0", "etcd-10", "etcd-2"]
+    assert record["phase"] == "Idle"
+    assert [d["name"] for d in record["lastRound"]["done"]] == order
+    assert record["lastRound"]["finishedAt"] == "2026-12-05T12:00:00Z"
+    assert defrag.condition(record)["status"] == "True"
+
+
+def test_a_round_ends_once_each_member_was_done_even_if_still_due():
+    h = fragmented()
+    record = {"phase": "InProgress", "round": {"startedAt": "t", "members": ["etcd-0", "etcd-2", "etcd-1"],
+                                                "done": [{"name": n} for n in ("etcd-0", "etcd-2", "etcd-1")]}}
+    d = defrag.decide(POLICY, h, record, 3, NOW)
+    assert d.action == "report" and d.record["phase"] == "Idle"  # no member twice in one round: no loop
+    assert defrag.Defragmentation().under_way({"status": {defrag.NAME: d.record}}) == ""
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    (lambda h: h["members"][2].update(healthy=False, reachable=False), "etcd-2 is not healthy"),
+    (lambda h: h["members"][2].update(learner=True), "etcd-2 is a learner"),
+    (lambda h: h["members"].pop(), "etcd has 2 members, the plan 3"),
+])
+def test_nothing_while_a_member_is_unhealthy_a_learner_or_a_scale_is_under_way(change, why):
+    h = fragmented()
+    change(h)
+    d = defrag.decide(POLICY, h, {}, 3, NOW)
+    assert d.action == "report" and d.record["phase"] == "Waiting"
+    assert why in d.record["message"]
+    assert defrag.condition(d.record) == {"type": "EtcdDefragmented", "status": "False", "reason": "Waiting",
+                                          "message": d.record["message"]}
+    # waiting does not hold the fast path off: a full pass comes back at the recheck period
+    assert defrag.Defragmentation().under_way({"status": {defrag.NAME: d.record}}) == ""
+
+
+def test_off_and_nothing_due_report_true_with_the_reason():
+    off = defrag.decide({**POLICY, "policy": "Off"}, fragmented(), {}, 3, NOW)
+    assert off.action == "report" and defrag.condition(off.record)["reason"] == "Disabled"
+    idle = defrag.decide(POLICY, health(member("etcd-0", 500, 400), member("etcd-1", 50, 1, leader=True)), {}, 2, NOW)
+    assert idle.action == "report"
+    assert defrag.condition(idle.record) == {
+        "type": "EtcdDefragmented", "status": "True", "reason": "NotNeeded",
+        "message": "no member at or above 45 % fragmentation on a database of at least 100Mi; the most "
+                   "fragmented: etcd-1 98 % of 50.0 MiB"}
+
+
+def test_the_report_carries_the_sizes_etcd_gave_and_merges_into_running_status():
+    h = fragmented()
+    h["members"].append({"name": "etcd-3", "reachable": False})
+    rep = defrag.report({"phase": "Idle", "message": "m"}, h)
+    assert rep["fields"]["etcd"]["members"] == [{"name": n, "dbSize": 500 * MiB, "dbSizeInUse": 100 * MiB}
+                                                for n in ("etcd-0", "etcd-1", "etcd-2")]
+    status = {"phase": "Running", "event": {}, "fields": {"etcd": {"endpoints": ["e"], "members": [
+        {"name": "etcd-0", "healthy": True, "dbSize": 1}, {"name": "etcd-9", "healthy": True}]}},
+        "conditions": [{"type": "EtcdReady"}, {"type": "Ready"}]}
+    merged = merge_reports(status, [rep])
+    assert merged["fields"]["etcd"] == {"endpoints": ["e"], "members": [
+        {"name": "etcd-0", "healthy": True, "dbSize": 500 * MiB, "dbSizeInUse": 100 * MiB},
+        {"name": "etcd-9", "healthy": True}]}
+    assert merged["fields"][defrag.NAME] == {"phase": "Idle", "message": "m"}
+    assert [c["type"] for c in merged["conditions"]] == ["EtcdReady", "EtcdDefragmented", "Ready"]
+    assert status["fields"]["etcd"]["members"][0]["dbSize"] == 1  # the input is left alone
+
+
+def sample() -> dict:
+    cr = yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+    cr["metadata"].update({"namespace": "karmada-system", "generation": 3, "uid": "u1"})
+    return cr
+
+
+def test_its_step_follows_etcd_on_a_local_etcd_only_and_not_beside_another_operation():
+    cr = sample()
+    plan = kp.build_plan(cr)
+    assert plan["etcd"]["defragmentation"] == POLICY
+    op = operations.OPERATIONS[defrag.NAME]
+    assert op.steps(plan, {"upgrade": {}, "caRotation": {}}) == [
+        {"name": "etcd-defragmentation", "file": "operation", "operation": "etcdDefragmentation",
+         "reason": "EtcdDefragmentationFailed", "condition": "EtcdDefragmented"}]
+    assert op.steps(plan, {"upgrade": {"toVersion": "v9"}, "caRotation": {}}) == []
+    assert op.steps(plan, {"upgrade": {}, "caRotation": {"phase": "Trusting"}}) == []
+    external = {**plan, "etcd": {"mode": "external"}}
+    assert operations.steps_after("etcd", external, {}) == []
+    assert (ROOT / "roles/karmada_deployment/tasks/operation.yml").is_file()
+
+
+def test_a_spec_edit_of_the_policy_takes_a_full_pass():
+    cr = sample()
+    before = kp.build_plan(cr)["controlPlaneHash"]
+    cr["spec"].setdefault("etcd", {}).setdefault("local", {})["defragmentation"] = {"minDbSize": "1Mi"}
+    assert kp.build_plan(cr)["controlPlaneHash"] != before  # members_only() sees a control-plane change
+
+
+def test_a_round_in_progress_keeps_the_fast_path_off_so_the_next_member_gets_its_pass():
+    cr = sample()
+    cr["status"] = {defrag.NAME: {"phase": "InProgress", "message": "etcd-0 defragmented; next: etcd-2"}}
+    assert operations.under_way(cr) == "etcd defragmentation under way (etcd-0 defragmented; next: etcd-2)"
+    record = {"fingerprint": "f", "generation": 3, "at": "2026-12-05T11:59:00Z"}
+    cr["status"].update(observedGeneration=3, converged=record,
+                        conditions=[{"type": "Ready", "status": "True", "reason": "Running"}])
+    decision = converged.decide(cr, [], "build", NOW, 3600)
+    assert not decision.converged and "defragmentation under way" in decision.reason
+
+
+def test_only_operations_that_run_as_steps_can_be_run():
+    with pytest.raises(ValueError, match="no day-2 operation 'upgrade' runs as a step"):
+        operations.run("upgrade", None)
+    assert pp.step("x")["file"] == "x"
