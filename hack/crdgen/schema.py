@@ -319,11 +319,14 @@ def label_map(description: str, field: str, reserved: list[str] | None = None) -
     return out
 
 
-def common_component_props(max_replicas: int = 100) -> Schema:
+def common_component_props(requests: dict[str, str], max_replicas: int = 100) -> Schema:
     return {
         "replicas": s("Number of pods.", "integer", minimum=0, maximum=max_replicas),
         "image": image_override(),
-        "resources": resources(),
+        "resources": {**resources(), "description": (
+            "Compute resources of its container (default: "
+            f"{describe_resources({'requests': requests})}, what it used on the operator's test bed: "
+            "docs/performance.md#sizing). Set, it replaces the default whole.")},
         "nodeSelector": string_map("Node labels the pods must match."),
         "tolerations": tolerations("Taints the pods tolerate."),
         "affinity": affinity(),
@@ -335,7 +338,7 @@ def common_component_props(max_replicas: int = 100) -> Schema:
 
 
 def component(comp: registry.Component) -> Schema:
-    props = common_component_props()
+    props = common_component_props(comp.requests)
     if comp.optional:
         props = {"enabled": s(f"Deploy {comp.description} (off by default).", "boolean", default=False), **props}
     out = obj(f"Settings of {comp.description}.", props)
@@ -455,7 +458,7 @@ def etcd_schema() -> Schema:
 
 
 def api_server_schema() -> Schema:
-    props = common_component_props(max_replicas=10)
+    props = common_component_props(registry.APISERVER_REQUESTS, max_replicas=10)
     props["replicas"] = s("Number of karmada-apiserver pods.", "integer", minimum=1, maximum=10, default=1)
     props["serviceType"] = s("Service type of karmada-apiserver.", enum=["ClusterIP", "NodePort", "LoadBalancer"],
                              default="ClusterIP")

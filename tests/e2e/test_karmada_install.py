@@ -219,6 +219,31 @@ def test_every_pod_passes_pod_security_restricted_but_etcds_root_user(install):
         assert (services[name]["port"], services[name]["targetPort"]) == (443, 8443), services[name]
 
 
+def test_every_pod_requests_what_it_uses_and_spreads_over_nodes_and_zones(install):
+    """No pod of the plane is BestEffort (the kubelet's own QoS class): every container requests
+    CPU and memory (the defaults measured on the test bed, docs/performance.md#sizing); every
+    pod carries the soft spread over hostnames and zones, selecting its own workload's pods."""
+    host = install["host"]
+    pods = [p for p in host.get("pods", "-n", NS, "-l", "app.kubernetes.io/instance=karmada")["items"]
+            if not p["metadata"].get("deletionTimestamp")]
+    assert len(pods) == 9, sorted(p["metadata"]["name"] for p in pods)
+    for pod in pods:
+        name, labels = pod["metadata"]["name"], pod["metadata"]["labels"]
+        assert pod["status"]["qosClass"] == "Burstable", (name, pod["status"]["qosClass"])
+        for container in pod["spec"]["containers"]:
+            requests = (container.get("resources") or {}).get("requests") or {}
+            assert requests.get("cpu") and requests.get("memory"), (name, container["name"], requests)
+        spread = {c["topologyKey"]: c for c in pod["spec"].get("topologySpreadConstraints") or []}
+        assert sorted(spread) == ["kubernetes.io/hostname", "topology.kubernetes.io/zone"], (name, spread)
+        for constraint in spread.values():
+            assert (constraint["maxSkew"], constraint["whenUnsatisfiable"]) == (1, "ScheduleAnyway"), constraint
+            picks = constraint["labelSelector"]["matchLabels"]
+            assert picks["app.kubernetes.io/instance"] == "karmada" and picks.items() <= labels.items(), (name, picks)
+    print("\n" + "\n".join(f"{p['metadata']['name']}: " + ", ".join(
+        f"{c['name']} {c['resources']['requests']['cpu']}/{c['resources']['requests']['memory']}"
+        for c in p["spec"]["containers"]) for p in sorted(pods, key=lambda p: p["metadata"]["name"])))
+
+
 def test_admin_kubeconfig_goes_through_the_external_balancer(install):
     conf_path = karmada_kubeconfig(install, via_service=False)
     conf = yaml.safe_load(conf_path.read_text())

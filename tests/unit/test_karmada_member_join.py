@@ -91,6 +91,8 @@ def test_host_placed_agent_reads_the_member_kubeconfig_and_rolls_on_new_credenti
         assert container == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
                              "readOnlyRootFilesystem": True}
         assert {"name": "tmp", "mountPath": "/tmp"} in agent_pod["containers"][0]["volumeMounts"]
+        # never BestEffort: the requests measured on the test bed
+        assert agent_pod["containers"][0]["resources"] == {"requests": {"cpu": "5m", "memory": "24Mi"}}
 
 
 @pytest.fixture(scope="module")

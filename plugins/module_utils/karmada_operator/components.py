@@ -106,6 +106,9 @@ class Component:
     # pod must hold, or an admission dry-run (the webhook must answer).
     lease: str = ""
     admission_probe: bool = False
+    # Its default resources.requests (spec.components.<key>.resources replaces them): what it used
+    # on the test bed, so no pod of the plane is BestEffort (MEASURED below).
+    requests: dict[str, str] = field(default_factory=dict)
 
     @property
     def image_repository(self) -> str:
@@ -185,9 +188,18 @@ _CLOSED_ETCD_CLIENT = {
 # capabilities may bind (Pod Security "restricted"); its Service keeps port 443.
 SERVING_PORT = 8443
 
+# Default requests, from what each workload used on the 2-core test bed (the kubelet's summary
+# API every 10 s: CPU over the interval, working-set memory), rounded up from the median: a
+# Karmada with two kwok members, search, metrics-adapter and descheduler enabled, at rest, and
+# one under a writer of about 6 creates/s (docs/performance.md#sizing has the figures).
+# karmada-scheduler-estimator cannot be installed yet: the smallest default, not measured.
+APISERVER_REQUESTS = {"cpu": "50m", "memory": "256Mi"}
+AGENT_REQUESTS = {"cpu": "5m", "memory": "24Mi"}  # karmada-agent when the operator runs it on the host
+
 REGISTRY: tuple[Component, ...] = (
     Component(
         key="aggregatedAPIServer", binary="karmada-aggregated-apiserver", suffix="aggregated-apiserver",
+        requests={"cpu": "10m", "memory": "40Mi"},
         description="karmada-aggregated-apiserver", order=20, step="aggregated",
         args=dict(_AGGREGATED_ARGS), pki_files=("ca.crt",), serving=True, port=SERVING_PORT,
         probes=(_ready("/readyz", SERVING_PORT),),
@@ -195,6 +207,7 @@ REGISTRY: tuple[Component, ...] = (
         closed_args={**_CLOSED_AGGREGATED, **_CLOSED_ETCD_CLIENT}),
     Component(
         key="kubeControllerManager", binary="kube-controller-manager", suffix="kube-controller-manager",
+        requests={"cpu": "10m", "memory": "32Mi"},
         description="kube-controller-manager (for karmada-apiserver)", order=30, step="components",
         image_source="kubernetes", command=("kube-controller-manager",),
         pki_files=("ca.crt", "ca-signer.crt", "ca.key", "sa.key"),
@@ -231,18 +244,21 @@ REGISTRY: tuple[Component, ...] = (
         lease="kube-system/kube-controller-manager"),
     Component(
         key="controllerManager", binary="karmada-controller-manager", suffix="controller-manager",
+        requests={"cpu": "20m", "memory": "64Mi"},
         description="karmada-controller-manager", order=40, step="components",
         args={**_CONTROLLER_ARGS, "health-probe-bind-address": "$(POD_IP):10357",
               "cluster-status-update-frequency": "10s"},
         closed_args={"kubeconfig": _KUBECONFIG}, lease="karmada-system/karmada-controller-manager"),
     Component(
         key="scheduler", binary="karmada-scheduler", suffix="scheduler",
+        requests={"cpu": "5m", "memory": "16Mi"},
         description="karmada-scheduler", order=50, step="components",
         args={**_CONTROLLER_ARGS, "health-probe-bind-address": "$(POD_IP):10351",
               "enable-scheduler-estimator": "false"},
         closed_args={"kubeconfig": _KUBECONFIG}, lease="karmada-system/karmada-scheduler"),
     Component(
         key="webhook", binary="karmada-webhook", suffix="webhook",
+        requests={"cpu": "10m", "memory": "24Mi"},
         description="karmada-webhook", order=60, step="components",
         serving=True, serving_dir=True, port=SERVING_PORT,
         probes=(_ready("/readyz", SERVING_PORT),),
@@ -254,6 +270,7 @@ REGISTRY: tuple[Component, ...] = (
         admission_probe=True),
     Component(
         key="descheduler", binary="karmada-descheduler", suffix="descheduler",
+        requests={"cpu": "5m", "memory": "24Mi"},
         description="karmada-descheduler", order=70, step="components", optional=True,
         pki_files=("ca.crt",),
         args={**_CONTROLLER_ARGS, "health-probe-bind-address": "$(POD_IP):10358",
@@ -261,6 +278,7 @@ REGISTRY: tuple[Component, ...] = (
         closed_args={"kubeconfig": _KUBECONFIG}),
     Component(
         key="search", binary="karmada-search", suffix="search",
+        requests={"cpu": "5m", "memory": "32Mi"},
         description="karmada-search", order=80, step="components", optional=True,
         pki_files=("ca.crt",), serving=True, port=SERVING_PORT, etcd_client=True,
         # No readiness probe: karmada-search turns ready only once it can list its own
@@ -279,6 +297,7 @@ REGISTRY: tuple[Component, ...] = (
         closed_args={**_CLOSED_AGGREGATED, **_CLOSED_ETCD_CLIENT}),
     Component(
         key="metricsAdapter", binary="karmada-metrics-adapter", suffix="metrics-adapter",
+        requests={"cpu": "15m", "memory": "48Mi"},
         description="karmada-metrics-adapter", order=90, step="components", optional=True,
         pki_files=("ca.crt",), serving=True, port=SERVING_PORT,
         probes=(_ready("/readyz", SERVING_PORT),),
@@ -289,6 +308,7 @@ REGISTRY: tuple[Component, ...] = (
         closed_args=dict(_CLOSED_AGGREGATED)),
     Component(
         key="schedulerEstimator", binary="karmada-scheduler-estimator", suffix="scheduler-estimator",
+        requests={"cpu": "5m", "memory": "16Mi"},
         description="karmada-scheduler-estimator (one per member)", order=100, step="components",
         optional=True, installable=False, args={}),
 )

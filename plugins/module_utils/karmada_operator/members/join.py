@@ -44,6 +44,7 @@ from typing import Any
 
 import yaml
 
+from karmada_operator import components as karmada_components
 from karmada_operator.kube import pod_security
 from karmada_operator.kube.client import (
     Kube,
@@ -363,6 +364,8 @@ def agent_deployment(spec: MemberSpec, agent: AgentSettings, name: str, ns: str,
             "livenessProbe": {"httpGet": {"path": "/healthz", "port": 10357}, "initialDelaySeconds": 15,
                               "periodSeconds": 15, "failureThreshold": 3},
             "volumeMounts": mounts,
+            # measured on the test bed (components.AGENT_REQUESTS): never BestEffort
+            "resources": {"requests": dict(karmada_components.AGENT_REQUESTS)},
             "securityContext": pod_security.container(),
         }],
         # Pod Security "restricted" (kube/pod_security.py)

@@ -85,8 +85,29 @@ def _args(defaults: dict[str, Any], extra: dict[str, str] | None, gates: dict[st
     return [f"--{k}={v}" for k, v in sorted(merged.items())]
 
 
-def _pod(spec: dict[str, Any], comp: dict[str, Any], default_replicas: int) -> dict[str, Any]:
-    """Pod-level settings of a component: its own win over spec.globals."""
+# Every workload's pods are spread over nodes, and over zones when the nodes carry one
+# (docs/karmadadeployment.md#spread-over-nodes-and-zones): soft (ScheduleAnyway), so a cluster with
+# fewer nodes or no zones still schedules them; with one replica there is nothing to spread. Always
+# set, whatever the replicas, so scaling a workload does not change its pod template.
+SPREAD_TOPOLOGY_KEYS = ("kubernetes.io/hostname", "topology.kubernetes.io/zone")
+
+
+def spread(selector: dict[str, str]) -> list[dict[str, Any]]:
+    """The topologySpreadConstraints of the pods ``selector`` picks."""
+    return [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": {"matchLabels": dict(selector)}} for key in SPREAD_TOPOLOGY_KEYS]
+
+
+def selector_of(workload: str, name: str) -> dict[str, str]:
+    """The labels that pick one workload's pods (its Deployment's or StatefulSet's selector, its
+    Service's and its PodDisruptionBudget's)."""
+    return {"app.kubernetes.io/name": workload, "app.kubernetes.io/instance": name}
+
+
+def _pod(spec: dict[str, Any], comp: dict[str, Any], default_replicas: int,
+         selector: dict[str, str], requests: dict[str, str]) -> dict[str, Any]:
+    """Pod-level settings of a component: its own win over spec.globals. ``requests``: its
+    default resources.requests (measured, components.py), replaced whole by its ``resources``."""
     glob = spec.get("globals") or {}
     images = spec.get("images") or {}
     node_selector = dict(glob.get("nodeSelector") or {})
@@ -94,10 +115,12 @@ def _pod(spec: dict[str, Any], comp: dict[str, Any], default_replicas: int) -> d
     replicas = comp.get("replicas")
     return {
         "replicas": default_replicas if replicas is None else int(replicas),
-        "resources": comp.get("resources") or {},
+        "resources": copy.deepcopy(comp.get("resources") or {"requests": dict(requests)}),
         "nodeSelector": node_selector,
         "tolerations": list(glob.get("tolerations") or []) + list(comp.get("tolerations") or []),
         "affinity": comp.get("affinity") or {},
+        "selector": selector,
+        "topologySpreadConstraints": spread(selector),
         "priorityClassName": comp.get("priorityClassName") or "",
         "imagePullPolicy": images.get("pullPolicy") or "IfNotPresent",
         "imagePullSecrets": [{"name": s["name"]} for s in images.get("pullSecrets") or []],
@@ -302,8 +325,12 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
         },
         "args": _args({}, local.get("extraArgs"), {}, key="etcd", field="spec.etcd.local.extraArgs"),
         "defragmentation": _defragmentation(local),
-        "pod": {**_pod(spec, local, replicas),
-                "resources": copy.deepcopy(local.get("resources") or DEFAULT_ETCD_RESOURCES),
+        "pod": {**_pod(spec, local, replicas, selector_of("etcd", name), DEFAULT_ETCD_RESOURCES["requests"]),
+                # members on different nodes when there are several (unless spec.etcd.local.affinity)
+                "affinity": local.get("affinity") or {"podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": selector_of("etcd", name)}}}]}},
                 "securityContext": pod_security.etcd_pod()},
     }
 
@@ -331,7 +358,7 @@ def _etcd_step_facts(etcd: dict[str, Any], name: str, ns: str, names: dict[str, 
     return {
         "namespace": ns,
         "statefulset": names["etcd"],
-        "selector": f"app.kubernetes.io/name=etcd,app.kubernetes.io/instance={name}",
+        "selector": ",".join(f"{k}={v}" for k, v in selector_of("etcd", name).items()),
         "bootstrapConfigMap": names["etcdBootstrap"],
         "labels": {**labels, "app.kubernetes.io/name": "etcd", "app.kubernetes.io/component": "etcd"},
         "clientSecret": {"name": names["etcdPkiSecret"], "keys": ETCD_LOCAL_CLIENT_KEYS, "field": "spec.etcd.local"},
@@ -390,7 +417,8 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
         "port": APISERVER_PORT,
         "args": _args(defaults, api.get("extraArgs"), _gates(spec, api, karmada_binary=False), key="apiServer",
                       field="spec.apiServer.extraArgs"),
-        "pod": _pod(spec, api, int(api.get("replicas") or 1)),
+        "pod": _pod(spec, api, int(api.get("replicas") or 1), selector_of("karmada-apiserver", name),
+                    karmada_components.APISERVER_REQUESTS),
         "externalLoadBalancer": {"addresses": list(lb.get("addresses") or []),
                                  "dnsNames": list(lb.get("dnsNames") or []), "port": int(lb.get("port") or 443)},
         "certSANs": list(api.get("certSANs") or []),
@@ -474,7 +502,7 @@ def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], na
         "serviceDNS": svc_dns(deploy_name),
         "port": comp.port,
         "probes": [p.render() for p in comp.probes],
-        "pod": _pod(spec, cspec, 1),
+        "pod": _pod(spec, cspec, 1, selector_of(comp.binary, name), comp.requests),
         **_mounts(comp, etcd),
         "apiServices": [{"name": api.name, "group": api.group, "version": api.version,
                          "groupPriorityMinimum": api.group_priority_minimum,
