@@ -792,10 +792,11 @@ def karmada_deployment_status() -> Schema:
                     "leader": s("Is the raft leader.", "boolean"),
                     "learner": s("Is a learner.", "boolean"),
                     "version": s("etcd version."),
-                    "dbSize": s("Size of the member's database file in bytes, as of the last full pass.", "integer",
+                    "dbSize": s("Size of the member's database file in bytes (local etcd), written again when it "
+                                "moved by 10 % or 8 MiB, or right after the member's defragmentation.", "integer",
                                 format="int64"),
                     "dbSizeInUse": s("Bytes of that file holding data (the rest is free pages a defragmentation "
-                                     "gives back), as of the last full pass.", "integer", format="int64"),
+                                     "gives back), written as dbSize is.", "integer", format="int64"),
                 })),
             }),
             "etcdDefragmentation": etcd_defragmentation_status(),

@@ -70,6 +70,8 @@ def test_minimal_karmada_deployment_gets_full_defaults(apiserver):
     spec = yaml.safe_load(result.stdout)["spec"]
     assert spec["etcd"]["local"]["replicas"] == 3
     assert spec["etcd"]["local"]["storage"]["type"] == "PersistentVolumeClaim"
+    assert spec["etcd"]["local"]["defragmentation"] == {"policy": "Auto", "fragmentationPercent": 45,
+                                                         "minDbSize": "100Mi"}
     assert spec["karmadaVersion"] == "v1.18.2"
     assert spec["apiServer"]["serviceType"] == "ClusterIP"
     assert spec["certificates"]["keyAlgorithm"] == "RSA"
@@ -309,6 +311,17 @@ BROKEN = [
     *[(f"etcd-storage-size-{name}", "KarmadaDeployment", {"spec.etcd.local.storage.size": size},
        ["spec.etcd.local.storage.size", "must be greater than zero"])
       for name, size in [("zero", 0), ("zero-string", "0"), ("zero-gi", "0Gi")]],
+    # etcd's automatic defragmentation (docs/etcd.md)
+    ("defragmentation-policy", "KarmadaDeployment", {"spec.etcd.local.defragmentation.policy": "Sometimes"},
+     ["spec.etcd.local.defragmentation.policy", "Unsupported value", '"Auto"', '"Off"']),
+    *[(f"defragmentation-percent-{value}", "KarmadaDeployment",
+       {"spec.etcd.local.defragmentation.fragmentationPercent": value},
+       ["spec.etcd.local.defragmentation.fragmentationPercent", bound])
+      for value, bound in [(0, "should be greater than or equal to 1"), (100, "should be less than or equal to 99")]],
+    *[(f"defragmentation-min-db-size-{name}", "KarmadaDeployment",
+       {"spec.etcd.local.defragmentation.minDbSize": size}, ["spec.etcd.local.defragmentation.minDbSize", why])
+      for name, size, why in [("zero", "0", "must be greater than zero"), ("negative", "-1Gi", "must not be negative"),
+                              ("words", "lots", "should match")]],
     *[(f"backup-s3-bucket-{name}", "EtcdBackup",
        {"spec.storage": {"s3": {"endpoint": "https://s3.example", "bucket": bucket,
                                 "credentialsSecretRef": {"name": "c"}}}},
@@ -338,6 +351,8 @@ ACCEPTED = [
      {"spec.storage": {"s3": {"endpoint": "https://s3.example", "bucket": "team.backups-1",
                               "credentialsSecretRef": {"name": "c"}}}}),
     ("etcd-storage-size-small", "KarmadaDeployment", {"spec.etcd.local.storage.size": "1Mi"}),
+    ("defragmentation-settings", "KarmadaDeployment",
+     {"spec.etcd.local.defragmentation": {"policy": "Off", "fragmentationPercent": 99, "minDbSize": 1048576}}),
     ("open-extra-args", "KarmadaDeployment",
      {f"{_extra_args_path(key)}.extraArgs": {"v": "4", "kube-api-qps": "50"} for key in CLOSED_ARGS}),
     ("labels", "KarmadaDeployment",

@@ -128,8 +128,8 @@ def test_off_and_nothing_due_report_true_with_the_reason():
     assert idle.action == "report"
     assert defrag.condition(idle.record) == {
         "type": "EtcdDefragmented", "status": "True", "reason": "NotNeeded",
-        "message": "no member at or above 45 % fragmentation on a database of at least 100Mi; the most "
-                   "fragmented: etcd-1 98 % of 50.0 MiB"}
+        "message": "no member at or above 45 % fragmentation on a database of at least 100Mi "
+                   "(sizes: status.etcd.members)"}
 
 
 def test_the_report_carries_the_sizes_etcd_gave_and_merges_into_running_status():
@@ -148,6 +148,21 @@ def test_the_report_carries_the_sizes_etcd_gave_and_merges_into_running_status()
     assert merged["fields"][defrag.NAME] == {"phase": "Idle", "message": "m"}
     assert [c["type"] for c in merged["conditions"]] == ["EtcdReady", "EtcdDefragmented", "Ready"]
     assert status["fields"]["etcd"]["members"][0]["dbSize"] == 1  # the input is left alone
+
+
+def test_sizes_move_in_status_only_by_a_step_or_after_a_defragmentation():
+    """A full pass that changes nothing writes nothing: etcd's sizes move with every write."""
+    written = [{"name": "etcd-0", "dbSize": 500 * MiB, "dbSizeInUse": 100 * MiB},
+               {"name": "etcd-1", "dbSize": 500 * MiB, "dbSizeInUse": 100 * MiB}]
+    h = health(member("etcd-0", 520, 104), member("etcd-1", 560, 100), member("etcd-2", 3, 2))
+    assert defrag.sizes(h, written) == [
+        {"name": "etcd-0", "dbSize": 500 * MiB, "dbSizeInUse": 100 * MiB},  # within 10 %: as written
+        {"name": "etcd-1", "dbSize": 560 * MiB, "dbSizeInUse": 100 * MiB},  # 12 % more: the new sizes
+        {"name": "etcd-2", "dbSize": 3 * MiB, "dbSizeInUse": 2 * MiB}]  # never written: written now
+    small = [{"name": "etcd-2", "dbSize": 3 * MiB, "dbSizeInUse": 2 * MiB}]
+    assert defrag.sizes(health(member("etcd-2", 6, 1)), small) == small  # under 8 MiB of change
+    assert defrag.sizes(health(member("etcd-0", 520, 104)), written, fresh=["etcd-0"]) == [
+        {"name": "etcd-0", "dbSize": 520 * MiB, "dbSizeInUse": 104 * MiB}]  # just defragmented
 
 
 def sample() -> dict:

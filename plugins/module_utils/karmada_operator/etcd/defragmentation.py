@@ -92,10 +92,33 @@ def order(members: Sequence[Mapping[str, Any]]) -> list[str]:
     return [m["name"] for m in sorted(members, key=lambda m: (bool(m.get("leader")), len(m["name"]), m["name"]))]
 
 
-def sizes(health: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """status.etcd.members' sizes as etcd reported them (the members it could read)."""
-    return [{"name": m["name"], "dbSize": int(m.get("db_size") or 0), "dbSizeInUse": int(m.get("db_size_in_use") or 0)}
-            for m in health.get("members") or [] if m.get("name") and m.get("reachable")]
+# A database size in status moves only when it changed by this much since it was written (or
+# its member was just defragmented): etcd's sizes move with every write, and a full pass that
+# changes nothing must write nothing (a status write starts another reconcile).
+SIZE_STEP_PERCENT, SIZE_STEP_MIN = 10, 8 * 2**20
+
+
+def _moved(old: Any, new: int) -> bool:
+    if not isinstance(old, int):
+        return True
+    return abs(new - old) >= max(old * SIZE_STEP_PERCENT // 100, SIZE_STEP_MIN)
+
+
+def sizes(health: Mapping[str, Any], written: Sequence[Mapping[str, Any]] = (),
+          fresh: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """status.etcd.members' sizes as etcd reported them (the members it could read), each kept as
+    ``written`` (status.etcd.members) unless it moved by SIZE_STEP or its member is ``fresh``."""
+    before = {m.get("name"): m for m in written}
+    out = []
+    for m in health.get("members") or []:
+        if not (m.get("name") and m.get("reachable")):
+            continue
+        now = {"dbSize": int(m.get("db_size") or 0), "dbSizeInUse": int(m.get("db_size_in_use") or 0)}
+        old = before.get(m["name"]) or {}
+        if m["name"] not in fresh and not any(_moved(old.get(k), v) for k, v in now.items()):
+            now = {k: old[k] for k in now}
+        out.append({"name": m["name"], **now})
+    return out
 
 
 @dataclass
@@ -161,11 +184,8 @@ def decide(pol: Mapping[str, Any], health: Mapping[str, Any], record: Mapping[st
 
 
 def _idle_message(members: Sequence[Mapping[str, Any]], pol: Mapping[str, Any]) -> str:
-    if not members:
-        return "no member read"
-    worst = max(members, key=lambda m: (fragmentation(m), int(m.get("db_size") or 0)))
-    return (f"no member at or above {_rule(pol)}; the most fragmented: {worst.get('name')} "
-            f"{fragmentation(worst)} % of {mib(int(worst.get('db_size') or 0))}")
+    # no figures: they move with every write, and the same pass must write the same status
+    return f"no member at or above {_rule(pol)} (sizes: status.etcd.members)" if members else "no member read"
 
 
 def after_member(decision: Decision, done: Mapping[str, Any], health: Mapping[str, Any],
@@ -189,10 +209,11 @@ def condition(record: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": CONDITION, "status": status, "reason": reason, "message": str(record.get("message") or "")}
 
 
-def report(record: Mapping[str, Any], health: Mapping[str, Any]) -> dict[str, Any]:
-    """What the status step merges: the record, the members' sizes, the condition."""
-    return {"fields": {NAME: dict(record), "etcd": {"members": sizes(health)}}, "conditions": [condition(record)],
-            "changed": False}
+def report(record: Mapping[str, Any], health: Mapping[str, Any], written: Sequence[Mapping[str, Any]] = (),
+           fresh: Sequence[str] = ()) -> dict[str, Any]:
+    """What the status step merges: the record, the members' sizes (:func:`sizes`), the condition."""
+    return {"fields": {NAME: dict(record), "etcd": {"members": sizes(health, written, fresh)}},
+            "conditions": [condition(record)], "changed": False}
 
 
 class Defragmentation:
@@ -222,8 +243,7 @@ class Defragmentation:
         etcd = plan["etcd"]
         pol = etcd["defragmentation"]
         record = dict((owner.get("status") or {}).get(NAME) or {})
-        if pol["policy"] == "Off":
-            return report(decide(pol, {}, record, etcd["replicas"], ctx.now()).record, {})
+        written = ((owner.get("status") or {}).get("etcd") or {}).get("members") or []
         tls = step_client_tls(ctx.live, etcd)
         with tls_files(tls, prefix="etcd-defrag-") as files:
             client = EtcdClient(etcd["memberEndpoints"], cert=files["cert"], key=files["key"], ca=files["ca"],
@@ -231,7 +251,7 @@ class Defragmentation:
             health = cluster_health(client)
             decision = decide(pol, health, record, etcd["replicas"], ctx.now())
             if decision.action != "defragment":
-                return report(decision.record, health)
+                return report(decision.record, health, written)
             lock = etcd_lease.lease_name(plan)
             holder = f"{plan['namespace']}/{plan['name']}/{NAME}"
             taken = etcd_lease.take(ctx.live, lock, holder, ctx.now(), duration_seconds=int(ctx.timeout) + 60)
@@ -239,14 +259,14 @@ class Defragmentation:
                 waiting = {**decision.record, "phase": "Waiting",
                            "message": f"{decision.member} due; waiting for the etcd lock (Lease {lock['name']}, "
                                       f"held by {taken.holder}: a backup)"}
-                return report(waiting, health)
+                return report(waiting, health, written)
             try:
-                return self._one(ctx, client, health, decision, pol)
+                return self._one(ctx, client, health, decision, pol, written)
             finally:
                 etcd_lease.release(ctx.live, lock, holder)
 
     def _one(self, ctx: Any, client: EtcdClient, health: Mapping[str, Any], decision: Decision,
-             pol: Mapping[str, Any]) -> dict[str, Any]:
+             pol: Mapping[str, Any], written: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         member = next(m for m in health["members"] if m["name"] == decision.member)
         role = "the leader" if member.get("leader") else "a follower"
         before, before_used = int(member["db_size"]), int(member["db_size_in_use"])
@@ -264,7 +284,7 @@ class Defragmentation:
             failed = {**decision.record, "phase": "Failed",
                       "message": f"defragmenting {member['name']} ({role}) failed after {seconds} s: {error}"}
             ctx.event({"type": "Warning", "reason": "EtcdDefragmentationFailed", "message": failed["message"]})
-            return report(failed, cluster_health(client))
+            return report(failed, cluster_health(client), written)
         after_size, after_used = int(healthy["db_size"]), int(healthy["db_size_in_use"])
         ctx.event({"type": "Normal", "reason": "EtcdMemberDefragmented",
                    "message": f"etcd member {member['name']} ({role}) defragmented in {seconds} s: database "
@@ -273,7 +293,7 @@ class Defragmentation:
         done = {"name": member["name"], "leader": bool(member.get("leader")), "at": _iso(now), "seconds": seconds,
                 "dbSizeBefore": before, "dbSizeInUseBefore": before_used, "dbSizeAfter": after_size}
         fresh = cluster_health(client)
-        out = report(after_member(decision, done, fresh, pol, now), fresh)
+        out = report(after_member(decision, done, fresh, pol, now), fresh, written, [member["name"]])
         out["changed"] = True
         return out
 

@@ -65,8 +65,9 @@ def _pod_ready(pod: dict[str, Any]) -> bool:
 def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
                 health: dict[str, Any] | None = None) -> dict[str, Any]:
     """status.etcd: endpoints and members (those etcd reports when ``health`` lists them, else the
-    plan's); member details from etcd_health when given, their database sizes among them (as of
-    this full pass: the fast path writes nothing, so they move only with a full pass).
+    plan's); member details from etcd_health when given. Their database sizes come from the
+    defragmentation step's report (etcd/defragmentation.py: sizes), written only when they moved
+    enough: a full pass that changes nothing writes nothing.
     """
     etcd = plan["etcd"]
     members_health = {m.get("name"): m for m in (health or {}).get("members") or []}
@@ -87,9 +88,6 @@ def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
             entry["id"] = h["id"]
         if h.get("version"):
             entry["version"] = h["version"]
-        if h.get("reachable"):
-            entry["dbSize"] = int(h.get("db_size") or 0)
-            entry["dbSizeInUse"] = int(h.get("db_size_in_use") or 0)
         members.append(entry)
     return {"endpoints": list(etcd.get("endpoints") or []), "members": members}
 
