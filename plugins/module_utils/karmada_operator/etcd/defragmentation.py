@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,7 +35,7 @@ from karmada_operator.etcd import lease as etcd_lease
 from karmada_operator.etcd.client_secret import pod_addresses, step_client_tls
 from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
 from karmada_operator.etcd.health import cluster_health
-from karmada_operator.kube.client import KubeError
+from karmada_operator.etcd.rollout import read_health
 
 NAME = "etcdDefragmentation"  # its status field and operation name
 CONDITION = "EtcdDefragmented"
@@ -128,7 +128,6 @@ class Decision:
     action: str
     record: dict[str, Any]
     member: str = ""
-    blockers: list[str] = field(default_factory=list)
 
 
 def _iso(now: datetime) -> str:
@@ -178,8 +177,7 @@ def decide(pol: Mapping[str, Any], health: Mapping[str, Any], record: Mapping[st
     why = blockers(health, replicas)
     if why:
         return Decision("report", {**last, "phase": "Waiting", "round": round_,
-                                   "message": f"{', '.join(left)} due ({_rule(pol)}); waiting: {'; '.join(why)}"},
-                        blockers=why)
+                                   "message": f"{', '.join(left)} due ({_rule(pol)}); waiting: {'; '.join(why)}"})
     return Decision("defragment", {**last, "phase": "InProgress", "round": round_}, member=left[0])
 
 
@@ -302,10 +300,7 @@ def _wait_healthy(client: EtcdClient, name: str, timeout: float, poll: float) ->
     """The member's health entry once it answers healthy again ({} if not within ``timeout``)."""
     deadline = time.monotonic() + timeout
     while True:
-        try:
-            entry = next((m for m in cluster_health(client)["members"] if m["name"] == name), {})
-        except (EtcdError, KubeError):
-            entry = {}
+        entry = next((m for m in read_health(client)["members"] if m["name"] == name), {})
         if entry.get("healthy"):
             return entry
         if time.monotonic() >= deadline:
