@@ -21,6 +21,7 @@ from karmada_operator import components as registry
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.etcd import defragmentation
 from karmada_operator.pki import pki
+from karmada_operator.plan import audit as karmada_audit
 from karmada_operator.plan import plan as karmada_plan
 
 DURATION = pki.DURATION_PATTERN
@@ -457,6 +458,77 @@ def etcd_schema() -> Schema:
     )
 
 
+def audit_schema() -> Schema:
+    d = karmada_audit.DEFAULTS
+    log = d["log"]
+    rule = {
+        "type": "object",
+        "description": "An audit.k8s.io/v1 PolicyRule (level, users, userGroups, verbs, resources, namespaces, "
+                       "nonResourceURLs, omitStages, omitManagedFields).",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "properties": {"level": s("Level of the events this rule matches.", enum=list(karmada_audit.LEVELS))},
+        "required": ["level"],
+    }
+    return obj(
+        "The audit log of karmada-apiserver and karmada-aggregated-apiserver (docs/security.md#audit): on by "
+        "default, the operator's policy (metadata of every request, the request body of every change to Karmada's "
+        "policies and clusters, never a Secret's, ConfigMap's or token's body, no probes, Leases or Events), one "
+        "JSON event per line on the container's stdout.",
+        {
+            "enabled": s("Write an audit log (the default).", "boolean", default=d["enabled"]),
+            "policy": obj(
+                "Your own audit policy in place of the operator's: its omitStages and rules, as in an "
+                "audit.k8s.io/v1 Policy (the operator adds apiVersion and kind). A change rolls both pods.",
+                {
+                    "omitStages": arr("Stages no event is written for.", s("Stage.", enum=list(karmada_audit.STAGES)),
+                                      maxItems=4),
+                    "omitManagedFields": s("Leave managedFields out of request and response bodies.", "boolean"),
+                    "rules": arr("Rules, the first match wins; a request no rule matches is not logged.", rule,
+                                 minItems=1, maxItems=256),
+                },
+                required=["rules"],
+            ),
+            "log": obj(
+                "Where the events are written.",
+                {
+                    "target": s("Stdout (the default: the container's log, for the node's log collector), File (a "
+                                "rotated file in an emptyDir at /var/log/kubernetes/audit, for a sidecar or a node "
+                                "agent) or Off (the webhook alone).", enum=list(karmada_audit.TARGETS),
+                                default=log["target"]),
+                    "maxSizeMB": s(f"File: rotate the file at this size (default {log['maxSizeMB']}).", "integer",
+                                   minimum=1, maximum=1024),
+                    "maxBackups": s(f"File: rotated files kept (default {log['maxBackups']}; the emptyDir is sized "
+                                    "for them).", "integer", minimum=1, maximum=100),
+                    "maxAgeDays": s(f"File: days a rotated file is kept (default {log['maxAgeDays']}; 0: no limit "
+                                    "beyond maxBackups).", "integer", minimum=0, maximum=366),
+                },
+                default={},
+                **{"x-kubernetes-validations": [
+                    cel("self.target == 'File' || (!has(self.maxSizeMB) && !has(self.maxBackups) && "
+                        "!has(self.maxAgeDays))",
+                        "spec.apiServer.audit.log.maxSizeMB, maxBackups and maxAgeDays apply to target File only"),
+                ]},
+            ),
+            "webhook": obj(
+                "Also send the events to a webhook (a kubeconfig naming the receiver, in a Secret of yours).",
+                {
+                    "kubeconfigSecretRef": secret_key_ref("the webhook's kubeconfig", "kubeconfig"),
+                    "mode": s("batch (the default: buffered, sent in the background), blocking or blocking-strict "
+                              "(a request waits for its event to be sent; -strict fails it if sending fails).",
+                              enum=list(karmada_audit.WEBHOOK_MODES), default=d["webhook"]["mode"]),
+                },
+                required=["kubeconfigSecretRef"],
+            ),
+        },
+        default={},
+        **{"x-kubernetes-validations": [
+            cel("!has(self.log) || self.log.target != 'Off' || has(self.webhook) || "
+                "(has(self.enabled) && !self.enabled)",
+                "spec.apiServer.audit.log.target Off needs spec.apiServer.audit.webhook: the events would go nowhere"),
+        ]},
+    )
+
+
 def api_server_schema() -> Schema:
     props = common_component_props(registry.APISERVER_REQUESTS, max_replicas=10)
     props["replicas"] = s("Number of karmada-apiserver pods.", "integer", minimum=1, maximum=10, default=1)
@@ -481,6 +553,7 @@ def api_server_schema() -> Schema:
                 "externalLoadBalancer needs at least one address or DNS name"),
         ]},
     )
+    props["audit"] = audit_schema()
     close_args(props, "spec.apiServer", registry.closed_args()["apiServer"])
     props["certSANs"] = arr(
         "Extra subject alternative names (IPs or DNS names) for the karmada-apiserver certificate.",

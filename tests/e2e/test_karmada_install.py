@@ -7,6 +7,7 @@ Karmada module source the test bed built from. The tests run in file order on on
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import socket
@@ -244,6 +245,79 @@ def test_every_pod_requests_what_it_uses_and_spreads_over_nodes_and_zones(instal
         for c in p["spec"]["containers"]) for p in sorted(pods, key=lambda p: p["metadata"]["name"])))
 
 
+def audit_events(host: HostCluster, deployment: str) -> list[dict]:
+    """The audit events in one Deployment's container log (one JSON event per line on stdout;
+    kube-apiserver's own log lines go to stderr, in the same log, and are not JSON)."""
+    out = host.kubectl("logs", "-n", NS, f"deployment/{deployment}").stdout
+    events = []
+    for line in out.splitlines():
+        if line.startswith("{") and '"kind":"Event"' in line:
+            events.append(json.loads(line))
+    return events
+
+
+def test_the_audit_log_names_who_read_a_secret_never_its_value_and_keeps_a_policys_body(install):
+    """The default audit policy, read back from karmada-apiserver's and the aggregated apiserver's
+    own logs: a Secret and a ConfigMap read are recorded with the user, verb and object, at level
+    Metadata, and neither value appears anywhere in the log; a PropagationPolicy's creation
+    carries its request body; a Cluster list is recorded by karmada-aggregated-apiserver; the
+    kubelet's probes (every second) are not recorded at all."""
+    host = install["host"]
+    marker = f"{time.time_ns():x}"
+    secret_value, config_value = f"s3cr3t-{marker}", f"plain-config-{marker}"
+    karmadactl(install, "create", "secret", "generic", f"audit-{marker}", "-n", "default",
+               f"--from-literal=token={secret_value}")
+    karmadactl(install, "create", "configmap", f"audit-{marker}", "-n", "default",
+               f"--from-literal=setting={config_value}")
+    karmadactl(install, "get", "secret", f"audit-{marker}", "-n", "default", "-o", "yaml")
+    karmadactl(install, "get", "configmap", f"audit-{marker}", "-n", "default", "-o", "yaml")
+    karmadactl(install, "apply", "-f", "-", input=f"""apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {{name: audit-{marker}, namespace: default}}
+spec:
+  resourceSelectors: [{{apiVersion: v1, kind: ConfigMap, name: audit-{marker}}}]
+  placement: {{clusterAffinity: {{clusterNames: [member-{marker}]}}}}
+""")
+    karmadactl(install, "get", "clusters")
+
+    def found(events, verb, resource, name=None):
+        return [e for e in events if e["verb"] == verb and (e.get("objectRef") or {}).get("resource") == resource
+                and (name is None or e["objectRef"].get("name") == name)
+                and e["user"]["username"] == "karmada-admin" and e["stage"] == "ResponseComplete"]
+
+    name = f"audit-{marker}"
+    def all_recorded():
+        events = audit_events(host, "karmada-apiserver")
+        return events if (found(events, "get", "secrets", name) and found(events, "get", "configmaps", name)
+                          and found(events, "create", "propagationpolicies", name)) else None
+
+    apiserver = waiting.wait_for(all_recorded, 30, "the audit events of the reads and the creation in "
+                                 "karmada-apiserver's log", interval=1)
+    aggregated = waiting.wait_for(lambda: found(audit_events(host, "karmada-aggregated-apiserver"), "list", "clusters"),
+                                  30, "a Cluster list in karmada-aggregated-apiserver's log", interval=1)
+    for resource in ("secrets", "configmaps"):
+        event = found(apiserver, "get", resource, name)[-1]
+        print(f"\n{resource}: {json.dumps(event)[:400]}")
+        assert event["level"] == "Metadata" and "responseObject" not in event and "requestObject" not in event, event
+    for resource in ("secrets", "configmaps"):
+        event = found(apiserver, "create", resource, name)[-1]
+        assert event["level"] == "Metadata" and "requestObject" not in event, event
+    created = found(apiserver, "create", "propagationpolicies", name)[-1]
+    body = json.dumps(created.get("requestObject"))[:200]
+    print(f"propagationpolicies: level {created['level']}, request body {body}")
+    assert created["level"] == "Request"
+    assert created["requestObject"]["spec"]["placement"]["clusterAffinity"]["clusterNames"] == [f"member-{marker}"]
+    print(f"clusters (aggregated): {json.dumps(aggregated[-1])[:300]}")
+    assert aggregated[-1]["level"] == "Metadata"
+    logs = host.kubectl("logs", "-n", NS, "deployment/karmada-apiserver").stdout
+    for value in (secret_value, config_value):
+        assert value not in logs and base64.b64encode(value.encode()).decode() not in logs, value
+    probes = [e for e in apiserver if e.get("requestURI", "").startswith(("/readyz", "/livez", "/healthz"))]
+    print(f"{len(apiserver)} events in karmada-apiserver's log, {len(probes)} of probes")
+    assert not probes, probes[:2]
+    karmadactl(install, "delete", "propagationpolicy,configmap,secret", name, "-n", "default")
+
+
 def test_admin_kubeconfig_goes_through_the_external_balancer(install):
     conf_path = karmada_kubeconfig(install, via_service=False)
     conf = yaml.safe_load(conf_path.read_text())
@@ -272,8 +346,8 @@ def test_second_reconcile_changes_nothing(install):
     touched: the run ends after one check) and the full pass (asked for by annotation: every
     step runs). Neither changes a task, and no pod of the control plane is replaced."""
     host, operator = install["host"], install["operator"]
-    # Let reconciles started by the earlier tests' changes settle first.
-    time.sleep(20)
+    # Reconciles started by the earlier tests' changes settled first (none running, the last changed nothing).
+    wait_for(lambda: karmada_e2e.settled(NS, "karmada"), 300, "the reconciles settled", operator)
     uids = pod_uids(host)
     before = {d.name for d in runs()}
     # The runtime starts a reconcile when an object it owns changes (watchDependentResources).

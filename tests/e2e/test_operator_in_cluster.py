@@ -9,7 +9,11 @@ Karmada and joins a member cluster, all from inside the cluster.
 
 from __future__ import annotations
 
+import json
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 import requests
@@ -26,6 +30,54 @@ IMAGE = karmada_e2e.OPERATOR_IMAGE
 NS = "karmada-system"
 NAME = "incluster"
 SCRAPER = "karmada-operator-test-metrics-scraper"
+AUDIT_SINK = "audit-sink"
+# This Karmada's audit log: the File target rotated at 1 MB keeping one old file, a webhook on
+# this machine, and a policy of the test's own that logs ConfigMaps with their bodies (so one
+# 700 kB update rotates the file).
+AUDIT = {"log": {"target": "File", "maxSizeMB": 1, "maxBackups": 1, "maxAgeDays": 1},
+         "webhook": {"kubeconfigSecretRef": {"name": AUDIT_SINK}},
+         "policy": {"omitStages": ["RequestReceived"], "rules": [
+             {"level": "None", "nonResourceURLs": ["/readyz*", "/livez*", "/healthz*"]},
+             {"level": "RequestResponse", "resources": [{"group": "", "resources": ["configmaps"]}],
+              "namespaces": ["audit-test"]},
+             {"level": "Metadata"}]}}
+
+
+class AuditSink:
+    """An audit webhook on this machine: keeps every event karmada-apiserver posts."""
+
+    def __init__(self, host_ip: str):
+        sink = self
+        self.events: list[dict] = []
+        self.lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with sink.lock:
+                    sink.events.extend(json.loads(body).get("items") or [])
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer((host_ip, 0), Handler)
+        self.url = f"http://{host_ip}:{self.server.server_address[1]}/audit"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def kubeconfig(self) -> str:
+        return yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": "sink",
+                               "clusters": [{"name": "sink", "cluster": {"server": self.url}}],
+                               "contexts": [{"name": "sink", "context": {"cluster": "sink", "user": "sink"}}],
+                               "users": [{"name": "sink", "user": {}}]})
+
+    def received(self) -> list[dict]:
+        with self.lock:
+            return list(self.events)
+
+    def stop(self):
+        self.server.shutdown()
 
 
 def operator_manifests(host: HostCluster) -> list[dict]:
@@ -51,7 +103,7 @@ def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], 
     deployment = next(d for d in docs if d["kind"] == "Deployment")
     op_ns, op_name = deployment["metadata"]["namespace"], deployment["metadata"]["name"]
     operator = karmada_e2e.InClusterOperator(host_cluster, op_ns, op_name)
-    crds = None
+    crds = sink = None
     try:
         host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
         crds_established(host_cluster.kubectl, ["karmadadeployments.operator.karmada.io"])
@@ -62,12 +114,17 @@ def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], 
         # Pods reach the node's address, not this machine's loopback.
         crds = serve(host=host_cluster.node_ip)
         cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256, member_clusters[:1])
+        sink = AuditSink(host_cluster.node_ip)
+        host_cluster.kubectl("create", "secret", "generic", AUDIT_SINK, "-n", NS,
+                             f"--from-literal=kubeconfig={sink.kubeconfig()}")
+        # a batch each second (30 s by default), through an audit flag spec.apiServer.audit leaves open
+        cr["spec"]["apiServer"].update(audit=AUDIT, extraArgs={"audit-webhook-batch-max-wait": "1s"})
         fleet = karmada_e2e.Deployment(host_cluster, operator, work, NAME, NS)  # type: ignore[arg-type]
         host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
         reader = next(d["metadata"]["name"] for d in docs
                       if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("metrics-reader"))
         yield {"fleet": fleet, "operator_ns": op_ns, "operator": op_name, "member": member_clusters[0],
-               "metrics_reader": reader}
+               "metrics_reader": reader, "sink": sink}
     finally:
         # The finalizer runs after the reconcile in progress; kubectl waits up to 300 s, so the
         # subprocess must not be killed earlier.
@@ -79,9 +136,12 @@ def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], 
         host_cluster.kubectl("delete", "deployment", op_name, "-n", op_ns, "--timeout=120s", check=False,
                              timeout=150)
         host_cluster.kubectl("delete", "clusterrolebinding", SCRAPER, check=False)
+        host_cluster.kubectl("delete", "secret", AUDIT_SINK, "-n", NS, check=False)
         host_cluster.kubectl("delete", "namespace", op_ns, "--wait=false", check=False)
         if crds is not None:
             crds.stop()
+        if sink is not None:
+            sink.stop()
 
 
 def test_in_cluster_operator_installs_karmada_and_joins_a_member(in_cluster):
@@ -105,6 +165,68 @@ def test_in_cluster_operator_installs_karmada_and_joins_a_member(in_cluster):
     assert pod["spec"]["containers"][0]["image"] == IMAGE
     assert pod["spec"]["serviceAccountName"].endswith("controller-manager")
     assert all(cs["ready"] and cs["restartCount"] == 0 for cs in pod["status"]["containerStatuses"])
+
+
+def audit_files(fleet, workload: str) -> dict[str, tuple[int, list[dict]]]:
+    """The audit log files in the emptyDir of one workload's pod, read on the node:
+    name -> (bytes, events)."""
+    pod = next(p for p in fleet.host.get("pods", "-n", NS, "-l", f"app.kubernetes.io/name={workload},"
+                                                                  f"app.kubernetes.io/instance={NAME}")["items"]
+               if not p["metadata"].get("deletionTimestamp"))
+    volume = (Path(fleet.host.settings["KO_KUBELET_ROOT"]) / "pods" / pod["metadata"]["uid"] / "volumes"
+              / "kubernetes.io~empty-dir" / "audit-log")
+    return {f.name: (f.stat().st_size, [json.loads(line) for line in f.read_text().splitlines() if line.strip()])
+            for f in sorted(volume.iterdir())}
+
+
+def test_the_audit_log_rotates_its_file_and_reaches_the_webhook_with_the_users_policy(in_cluster):
+    """spec.apiServer.audit with a File target (1 MB, one old file kept), a webhook on this machine
+    and a policy of the test's own: a ConfigMap's creation and two 300 kB updates (RequestResponse
+    here) are in the webhook's events and in karmada-apiserver's files on the node with the same
+    audit IDs; the updates rotated the file (two files, none above 1 MiB); a Secret read is at
+    Metadata (the policy's last rule); karmada-aggregated-apiserver writes its own file."""
+    fleet, sink = in_cluster["fleet"], in_cluster["sink"]
+    fleet.wait_for(lambda: condition(fleet.get(), "Ready").get("status") == "True", 1200, "Ready")
+    fleet.karmadactl("create", "namespace", "audit-test")
+    fleet.karmadactl("create", "configmap", "big", "-n", "audit-test", "--from-literal=v=small")
+    fleet.karmadactl("create", "secret", "generic", "probe", "-n", "audit-test", "--from-literal=k=hidden-value")
+    fleet.karmadactl("get", "secret", "probe", "-n", "audit-test")
+    for fill in "xy":  # each event holds the body twice (request and response): about 600 kB
+        fleet.karmadactl("apply", "--server-side", "--force-conflicts", "-f", "-", input=yaml.safe_dump(
+            {"apiVersion": "v1", "kind": "ConfigMap", "data": {"v": fill * 300_000},
+             "metadata": {"name": "big", "namespace": "audit-test"}}))
+    fleet.karmadactl("get", "clusters")
+
+    def mine(events, verb, resource, name):
+        return [e for e in events if e["verb"] == verb and (e.get("objectRef") or {}).get("resource") == resource
+                and e["objectRef"].get("name") == name and e["user"]["username"] == "karmada-admin"]
+
+    def webhook_has_all():
+        events = sink.received()
+        wanted = (mine(events, "create", "configmaps", "big"), mine(events, "patch", "configmaps", "big"),
+                  mine(events, "get", "secrets", "probe"))
+        return wanted if all(wanted) and len(wanted[1]) == 2 else None
+
+    created, updated, read = fleet.wait_for(webhook_has_all, 60, "the webhook's events of the test's requests")
+    files = audit_files(fleet, "karmada-apiserver")
+    print(f"\nwebhook: {len(sink.received())} events; karmada-apiserver's files: "
+          + ", ".join(f"{n} ({size} bytes, {len(ev)} events)" for n, (size, ev) in files.items()))
+    by_id = {e["auditID"]: e for _, ev in files.values() for e in ev}
+    # the newest events are in the files too (the older ones may have rotated away)
+    for event in (updated[-1], updated[-2]):
+        assert event["auditID"] in by_id, event["auditID"]
+        assert by_id[event["auditID"]]["level"] == event["level"] == "RequestResponse"
+    assert created[-1]["level"] == "RequestResponse" and created[-1]["responseObject"]["data"] == {"v": "small"}
+    assert [len(e["requestObject"]["data"]["v"]) for e in updated[-2:]] == [300_000, 300_000]
+    assert read[-1]["level"] == "Metadata" and "responseObject" not in read[-1]
+    assert "hidden-value" not in json.dumps(sink.received())
+    # rotated at 1 MiB, one old file kept beside the live one
+    assert len(files) == 2 and "audit.log" in files, sorted(files)
+    assert all(size <= 1024 * 1024 for size, _ in files.values()), files.keys()
+    aggregated = audit_files(fleet, "karmada-aggregated-apiserver")
+    listed = [e for _, ev in aggregated.values() for e in ev
+              if e["verb"] == "list" and (e.get("objectRef") or {}).get("resource") == "clusters"]
+    assert listed and listed[-1]["user"]["username"] == "karmada-admin", sorted(aggregated)
 
 
 def scrape(url: str, token: str | None = None) -> requests.Response:

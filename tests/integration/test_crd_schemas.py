@@ -74,6 +74,7 @@ def test_minimal_karmada_deployment_gets_full_defaults(apiserver):
                                                          "minDbSize": "100Mi"}
     assert spec["karmadaVersion"] == "v1.18.2"
     assert spec["apiServer"]["serviceType"] == "ClusterIP"
+    assert spec["apiServer"]["audit"] == {"enabled": True, "log": {"target": "Stdout"}}
     assert spec["certificates"]["keyAlgorithm"] == "RSA"
     assert spec["deletionPolicy"] == "Delete"
     assert spec["images"]["pullPolicy"] == "IfNotPresent"
@@ -322,6 +323,26 @@ BROKEN = [
        {"spec.etcd.local.defragmentation.minDbSize": size}, ["spec.etcd.local.defragmentation.minDbSize", why])
       for name, size, why in [("zero", "0", "must be greater than zero"), ("negative", "-1Gi", "must not be negative"),
                               ("words", "lots", "should match")]],
+    # the audit log (docs/security.md#audit)
+    ("audit-target", "KarmadaDeployment", {"spec.apiServer.audit": {"log": {"target": "Syslog"}}},
+     ["spec.apiServer.audit.log.target", "Unsupported value", '"Stdout"', '"File"', '"Off"']),
+    ("audit-file-limits-with-stdout", "KarmadaDeployment", {"spec.apiServer.audit": {"log": {"maxSizeMB": 10}}},
+     ["spec.apiServer.audit.log", "apply to target File only"]),
+    ("audit-file-size", "KarmadaDeployment",
+     {"spec.apiServer.audit": {"log": {"target": "File", "maxSizeMB": 0}}},
+     ["spec.apiServer.audit.log.maxSizeMB", "should be greater than or equal to 1"]),
+    ("audit-off-without-webhook", "KarmadaDeployment", {"spec.apiServer.audit": {"log": {"target": "Off"}}},
+     ["spec.apiServer.audit", "Off needs spec.apiServer.audit.webhook"]),
+    ("audit-rule-level", "KarmadaDeployment",
+     {"spec.apiServer.audit": {"policy": {"rules": [{"level": "Everything"}]}}},
+     ["spec.apiServer.audit.policy.rules[0].level", "Unsupported value", '"Metadata"']),
+    ("audit-rules-empty", "KarmadaDeployment", {"spec.apiServer.audit": {"policy": {"rules": []}}},
+     ["spec.apiServer.audit.policy.rules", "should have at least 1 items"]),
+    ("audit-webhook-mode", "KarmadaDeployment",
+     {"spec.apiServer.audit": {"webhook": {"kubeconfigSecretRef": {"name": "w"}, "mode": "later"}}},
+     ["spec.apiServer.audit.webhook.mode", "Unsupported value", '"batch"']),
+    ("audit-webhook-no-secret", "KarmadaDeployment", {"spec.apiServer.audit": {"webhook": {"mode": "batch"}}},
+     ["spec.apiServer.audit.webhook.kubeconfigSecretRef", "Required value"]),
     *[(f"backup-s3-bucket-{name}", "EtcdBackup",
        {"spec.storage": {"s3": {"endpoint": "https://s3.example", "bucket": bucket,
                                 "credentialsSecretRef": {"name": "c"}}}},
@@ -353,6 +374,15 @@ ACCEPTED = [
     ("etcd-storage-size-small", "KarmadaDeployment", {"spec.etcd.local.storage.size": "1Mi"}),
     ("defragmentation-settings", "KarmadaDeployment",
      {"spec.etcd.local.defragmentation": {"policy": "Off", "fragmentationPercent": 99, "minDbSize": 1048576}}),
+    ("audit-file-webhook-own-policy", "KarmadaDeployment", {"spec.apiServer.audit": {
+        "log": {"target": "File", "maxSizeMB": 10, "maxBackups": 2, "maxAgeDays": 0},
+        "webhook": {"kubeconfigSecretRef": {"name": "audit-sink"}, "mode": "blocking"},
+        "policy": {"omitStages": ["RequestReceived"], "rules": [
+            {"level": "RequestResponse", "resources": [{"group": "policy.karmada.io"}], "verbs": ["create"]},
+            {"level": "Metadata", "omitStages": ["ResponseStarted"]}]}}}),
+    ("audit-webhook-only", "KarmadaDeployment", {"spec.apiServer.audit": {
+        "log": {"target": "Off"}, "webhook": {"kubeconfigSecretRef": {"name": "audit-sink", "key": "config"}}}}),
+    ("audit-off", "KarmadaDeployment", {"spec.apiServer.audit": {"enabled": False, "log": {"target": "Off"}}}),
     ("open-extra-args", "KarmadaDeployment",
      {f"{_extra_args_path(key)}.extraArgs": {"v": "4", "kube-api-qps": "50"} for key in CLOSED_ARGS}),
     ("labels", "KarmadaDeployment",

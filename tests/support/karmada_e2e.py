@@ -99,6 +99,14 @@ def runs_in_flight(namespace: str, name: str) -> list[Path]:
     return [d for d in artifacts.iterdir() if d.name != "latest" and d.is_dir() and not (d / "status").exists()]
 
 
+def settled(namespace: str, name: str) -> bool:
+    """No reconcile of this KarmadaDeployment running, and the last one changed nothing (a run
+    that changes something, a status write among them, starts the next one)."""
+    done = runs(namespace, name)
+    return (not runs_in_flight(namespace, name) and bool(done)
+            and all(c.get("changed", 1) == 0 for c in recaps(done[-1]).values()))
+
+
 def recap(run: Path, host: str = "localhost") -> dict[str, int]:
     """One host's PLAY RECAP counters of a finished run."""
     return recap_of((run / "stdout").read_text(), host)

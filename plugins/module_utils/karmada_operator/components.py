@@ -109,6 +109,8 @@ class Component:
     # Its default resources.requests (spec.components.<key>.resources replaces them): what it used
     # on the test bed, so no pod of the plane is BestEffort (MEASURED below).
     requests: dict[str, str] = field(default_factory=dict)
+    # Writes the audit log spec.apiServer.audit asks for (its policy, log and webhook: plan/audit.py).
+    audited: bool = False
 
     @property
     def image_repository(self) -> str:
@@ -161,6 +163,14 @@ _CLIENT_CA = "CA that authenticates client certificates; another CA would let ot
 _AUTHN_KUBECONFIG = "delegated authentication must go to karmada-apiserver with the operator's credentials"
 _AUTHZ_KUBECONFIG = "delegated authorization must go to karmada-apiserver with the operator's credentials"
 
+# The flags spec.apiServer.audit owns (plan/audit.py), for karmada-apiserver and
+# karmada-aggregated-apiserver; the other audit-* flags stay open for tuning (batch sizes,
+# truncation, the log's mode).
+AUDIT_CLOSED_ARGS = {
+    "audit-policy-file": "the operator writes the audit policy (spec.apiServer.audit.policy)",
+    "audit-log-path": "set by spec.apiServer.audit.log.target",
+    "audit-webhook-config-file": "set by spec.apiServer.audit.webhook.kubeconfigSecretRef",
+}
 _CLOSED_AGGREGATED = {
     "kubeconfig": _KUBECONFIG,
     "authentication-kubeconfig": _AUTHN_KUBECONFIG,
@@ -204,7 +214,7 @@ REGISTRY: tuple[Component, ...] = (
         args=dict(_AGGREGATED_ARGS), pki_files=("ca.crt",), serving=True, port=SERVING_PORT,
         probes=(_ready("/readyz", SERVING_PORT),),
         etcd_client=True, api_services=(APIService("cluster.karmada.io", "v1alpha1", 2000, 10),),
-        closed_args={**_CLOSED_AGGREGATED, **_CLOSED_ETCD_CLIENT}),
+        audited=True, closed_args={**_CLOSED_AGGREGATED, **_CLOSED_ETCD_CLIENT, **AUDIT_CLOSED_ARGS}),
     Component(
         key="kubeControllerManager", binary="kube-controller-manager", suffix="kube-controller-manager",
         requests={"cpu": "10m", "memory": "32Mi"},
@@ -335,6 +345,7 @@ APISERVER_CLOSED_ARGS = {
                                         "public key that verifies them",
     "secure-port": "the Service, the probes and every kubeconfig the operator writes use the operator's port",
     **_CLOSED_ETCD_CLIENT,
+    **AUDIT_CLOSED_ARGS,
 }
 ETCD_CLOSED_ARGS = {
     "client-cert-auth": "etcd clients must present a certificate from the etcd CA",

@@ -17,6 +17,7 @@ from typing import Any
 from karmada_operator import components as karmada_components
 from karmada_operator.etcd import defragmentation
 from karmada_operator.kube import pod_security
+from karmada_operator.plan import audit as karmada_audit
 
 # Defaults and paths have their home in the registry module.
 CRDS_URL_TEMPLATE = karmada_components.CRDS_URL_TEMPLATE
@@ -189,6 +190,7 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
         "etcdBootstrap": f"{name}-etcd-bootstrap",
         "kubeconfigSecret": f"{name}-kubeconfigs",
         "adminKubeconfigSecret": f"{name}-admin-kubeconfig",
+        "auditPolicy": f"{name}-audit-policy",
     }
     labels = {
         "app.kubernetes.io/part-of": "karmada",
@@ -200,12 +202,16 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
 
     etcd = _etcd_plan(spec, name, ns, domain, kube_registry, names)
     etcd.update(_etcd_step_facts(etcd, name, ns, names, labels))
-    apiserver = _apiserver_plan(spec, name, ns, domain, kube_registry, kube_version, names, etcd)
+    try:
+        audit = karmada_audit.plan(spec.get("apiServer") or {}, names["auditPolicy"])
+    except karmada_audit.AuditError as err:
+        raise PlanError(err.field, err.message) from err
+    apiserver = _apiserver_plan(spec, name, ns, domain, kube_registry, kube_version, names, etcd, audit)
     apiserver["serviceDNS"] = svc_dns(names["apiserver"])
     held = held_versions(cr, karmada_version)
     components = [_component_plan(comp, spec, name, karmada_registry, kube_registry,
                                   held.get(comp.binary, karmada_version),
-                                  kube_version, etcd, svc_dns) for comp in karmada_components.installable()]
+                                  kube_version, etcd, svc_dns, audit) for comp in karmada_components.installable()]
     for comp in karmada_components.components():
         if not comp.installable and ((spec.get("components") or {}).get(comp.key) or {}).get("enabled"):
             raise PlanError(f"spec.components.{comp.key}.enabled",
@@ -229,6 +235,7 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
         "adminUser": karmada_components.ADMIN_USER,
         "etcd": etcd,
         "apiserver": apiserver,
+        "audit": {"enabled": audit["enabled"], "target": audit["target"], "configMap": audit["configMap"]},
         "components": components,
         "enabledComponents": [c["name"] for c in components if c["enabled"]],
         # The aggregated APIs, registered in karmada-apiserver while their component is enabled
@@ -366,7 +373,7 @@ def _etcd_step_facts(etcd: dict[str, Any], name: str, ns: str, names: dict[str, 
 
 
 def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: str, version: str,
-                    names: dict[str, str], etcd: dict[str, Any]) -> dict[str, Any]:
+                    names: dict[str, str], etcd: dict[str, Any], audit: dict[str, Any]) -> dict[str, Any]:
     api = spec.get("apiServer") or {}
     etcd_files = etcd_client_args(etcd)
     defaults = {
@@ -396,6 +403,7 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
         "tls-private-key-file": f"{PKI_DIR}/apiserver.key",
         "tls-min-version": "VersionTLS12",
         **etcd_files,
+        **audit["args"],
     }
     lb = api.get("externalLoadBalancer") or {}
     etcd_client, etcd_ca = _etcd_mounts(etcd)
@@ -419,6 +427,7 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
                       field="spec.apiServer.extraArgs"),
         "pod": _pod(spec, api, int(api.get("replicas") or 1), selector_of("karmada-apiserver", name),
                     karmada_components.APISERVER_REQUESTS),
+        **_audit_pod(audit),
         "externalLoadBalancer": {"addresses": list(lb.get("addresses") or []),
                                  "dnsNames": list(lb.get("dnsNames") or []), "port": int(lb.get("port") or 443)},
         "certSANs": list(api.get("certSANs") or []),
@@ -470,7 +479,7 @@ def held_versions(cr: dict[str, Any], target: str) -> dict[str, str]:
 
 def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], name: str, karmada_registry: str,
                     kube_registry: str, karmada_version: str, kube_version: str, etcd: dict[str, Any],
-                    svc_dns: Any) -> dict[str, Any]:
+                    svc_dns: Any, audit: dict[str, Any]) -> dict[str, Any]:
     """One plan.components entry, from the component's registry entry and its spec."""
     cspec = (spec.get("components") or {}).get(comp.key) or {}
     kube = comp.image_source == "kubernetes"
@@ -481,6 +490,8 @@ def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], na
     defaults = {flag: value.format(**context) for flag, value in comp.args.items()}
     if comp.etcd_client:
         defaults.update(etcd_client_args(etcd))
+    if comp.audited:
+        defaults.update(audit["args"])
     args = _args(defaults, cspec.get("extraArgs"), _gates(spec, cspec, karmada_binary=not kube), key=comp.key,
                  field=f"spec.components.{comp.key}.extraArgs")
     return {
@@ -503,11 +514,18 @@ def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], na
         "port": comp.port,
         "probes": [p.render() for p in comp.probes],
         "pod": _pod(spec, cspec, 1, selector_of(comp.binary, name), comp.requests),
+        **_audit_pod(audit if comp.audited else {}),
         **_mounts(comp, etcd),
         "apiServices": [{"name": api.name, "group": api.group, "version": api.version,
                          "groupPriorityMinimum": api.group_priority_minimum,
                          "versionPriority": api.version_priority} for api in comp.api_services],
     }
+
+
+def _audit_pod(audit: dict[str, Any]) -> dict[str, Any]:
+    """What the audit log adds to a pod (plan/audit.py): volumes, mounts, template annotations."""
+    return {"extraVolumes": list(audit.get("volumes") or []), "extraMounts": list(audit.get("mounts") or []),
+            "templateAnnotations": dict(audit.get("annotations") or {})}
 
 
 def _gate(comp: karmada_components.Component, args: list[str]) -> dict[str, Any]:
