@@ -395,11 +395,11 @@ def defrag_record(fleet: Deployment) -> dict:
     return (fleet.get().get("status") or {}).get("etcdDefragmentation") or {}
 
 
-FILL_KEYS, VALUE_BYTES, KEPT = 500, 2**20, 100  # 500 MiB written, 80 % deleted
+FILL_KEYS, VALUE_BYTES, KEPT = 250, 2**20, 50  # 250 MiB written (above the default 100Mi), 80 % deleted
 
 
 def test_a_fragmented_etcd_is_defragmented_one_member_per_pass_followers_first_leader_last(fleet: Deployment):
-    """500 MiB written straight into etcd, 80 % of it deleted and compacted away: with the default
+    """250 MiB written straight into etcd, 80 % of it deleted and compacted away: with the default
     policy (45 % on at least 100Mi) the next full pass starts a round; every member ends below
     10 % free pages by etcd's own status, followers before the leader (Events), one member per
     pass (each pass's status write seen on its own), karmada-apiserver's /readyz answering every
@@ -412,15 +412,15 @@ def test_a_fragmented_etcd_is_defragmented_one_member_per_pass_followers_first_l
         value = os.urandom(VALUE_BYTES // 2).hex().encode()
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             list(pool.map(lambda i: client.put(f"/e2e-defrag/{i:03d}", value), range(FILL_KEYS)))
-        for prefix in range((FILL_KEYS - KEPT) // 100):  # keys 000-399: prefixes /e2e-defrag/0 to /3
+        for prefix in range((FILL_KEYS - KEPT) // 100):  # keys 000-199: prefixes /e2e-defrag/0 and /1
             client.call("kv/deleterange", {"key": b64(f"/e2e-defrag/{prefix}"),
                                            "range_end": b64(prefix_end(f"/e2e-defrag/{prefix}".encode()))})
         revision = client.status().revision
         client.call("kv/compaction", {"revision": str(revision), "physical": True}, timeout=300)
         # each member frees the compacted revisions' pages in batches of its own
         fragmented = fleet.wait_for(lambda: (lambda sizes: sizes if all(
-            m["dbSize"] >= 400 * 2**20 and m["free"] >= 70 for m in sizes.values()) else None)(member_sizes(client)),
-            300, "every member at 400 MiB or more with 70 % or more free pages")
+            m["dbSize"] >= 200 * 2**20 and m["free"] >= 70 for m in sizes.values()) else None)(member_sizes(client)),
+            300, "every member at 200 MiB or more with 70 % or more free pages")
     print(f"fragmented: {fragmented}")
     leader = next(name for name, m in fragmented.items() if m["leader"])
     followers = sorted((n for n in fragmented if n != leader), key=lambda n: (len(n), n))
