@@ -20,6 +20,7 @@ if _MODULE_UTILS not in sys.path:
 from karmada_operator import components as registry
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.etcd import defragmentation
+from karmada_operator.pki import encryption as karmada_encryption
 from karmada_operator.pki import pki
 from karmada_operator.plan import audit as karmada_audit
 from karmada_operator.plan import plan as karmada_plan
@@ -529,6 +530,40 @@ def audit_schema() -> Schema:
     )
 
 
+def encryption_schema() -> Schema:
+    return obj(
+        "Encryption at rest in karmada-apiserver (docs/security.md#encryption-at-rest): on by default, Secrets are "
+        "stored in etcd (and in every backup) encrypted with secretbox under a key the operator generates and keeps "
+        "in the PKI Secret (key encryption-config.json; a restore needs it: docs/backup-restore.md).",
+        {
+            "enabled": s("Encrypt (the default). false stores new writes in plain text; what was encrypted stays "
+                         "readable.", "boolean", default=True),
+            "resources": arr("Resources to encrypt, as resource or resource.group (e.g. configmaps, "
+                             "propagationpolicies.policy.karmada.io); secrets must be among them.",
+                             s("Resource.", minLength=1, maxLength=253,
+                               pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"),
+                             maxItems=32, default=list(karmada_encryption.DEFAULT_RESOURCES),
+                             **{"x-kubernetes-list-type": "set",
+                                "x-kubernetes-validations": [
+                                    cel("'secrets' in self", "spec.apiServer.encryption.resources must include "
+                                                             "secrets"),
+                                    cel("oldSelf.all(r, r in self)",
+                                        "spec.apiServer.encryption.resources: a resource cannot be removed, its "
+                                        "objects are stored encrypted (docs/security.md#encryption-at-rest)")]}),
+            "rotation": obj(
+                "Rotate the key: a requestedAt other than the last rotation's (status.encryption.rotation."
+                "requestedAt) starts one, in three full passes each rolling karmada-apiserver once: a new key every "
+                "replica can read, then it writes and every object is rewritten with it, then the old key goes. "
+                "status.encryption.rotation reports each phase; a new request waits for one under way.",
+                {"requestedAt": s("When the rotation was asked for (RFC 3339, e.g. the current time).",
+                                  format="date-time")},
+                required=["requestedAt"],
+            ),
+        },
+        default={},
+    )
+
+
 def api_server_schema() -> Schema:
     props = common_component_props(registry.APISERVER_REQUESTS, max_replicas=10)
     props["replicas"] = s("Number of karmada-apiserver pods.", "integer", minimum=1, maximum=10, default=1)
@@ -554,6 +589,7 @@ def api_server_schema() -> Schema:
         ]},
     )
     props["audit"] = audit_schema()
+    props["encryption"] = encryption_schema()
     close_args(props, "spec.apiServer", registry.closed_args()["apiServer"])
     props["certSANs"] = arr(
         "Extra subject alternative names (IPs or DNS names) for the karmada-apiserver certificate.",
@@ -840,6 +876,38 @@ def etcd_defragmentation_status() -> Schema:
     })
 
 
+def encryption_status() -> Schema:
+    target = {"enabled": s("Encryption was on.", "boolean"),
+              "writeKey": s("The key the objects were stored with (empty: plain text)."),
+              "resources": arr("The resources rewritten.", s("Resource."))}
+    return obj("Encryption at rest in karmada-apiserver as it runs (spec.apiServer.encryption), read from its "
+               "configuration in the PKI Secret; the names of the keys only, never their value.", {
+                   "phase": s("Current (every object of the resources stored as the configuration says) or Failed "
+                              "(the last rewrite failed: message says why; the next full pass tries again).",
+                              enum=["Current", "Failed"]),
+                   "message": s("What the last full pass found or did."),
+                   "enabled": s("A key encrypts new writes.", "boolean"),
+                   "provider": s("The provider of the keys (secretbox)."),
+                   "writeKey": s("The key that encrypts new writes (the first one)."),
+                   "keys": arr("Every key karmada-apiserver can read with, the write key first.", s("Key name.")),
+                   "resources": arr("The resources encrypted.", s("Resource.")),
+                   "rewritten": obj("The last rewrite of every object of the resources (after a change of key or "
+                                    "settings).", {**target,
+                                                   "objects": s("Objects written.", "integer"),
+                                                   "at": s("When it finished.", format="date-time")}),
+                   "rotation": obj("The last key rotation (spec.apiServer.encryption.rotation).", {
+                       "requestedAt": s("The spec's requestedAt this rotation answers.", format="date-time"),
+                       "phase": s("The phase the next full pass does (Writing, Dropping), or Done.",
+                                  enum=["Writing", "Dropping", "Done"]),
+                       "oldKey": s("The key rotated out."),
+                       "newKey": s("The key rotated in."),
+                       "startedAt": s("When its first phase was done.", format="date-time"),
+                       "finishedAt": s("When the old key was dropped.", format="date-time"),
+                       "message": s("What its last phase did."),
+                   }),
+               })
+
+
 def karmada_deployment_status() -> Schema:
     return obj(
         "Observed state, written by the operator.",
@@ -873,6 +941,7 @@ def karmada_deployment_status() -> Schema:
                 })),
             }),
             "etcdDefragmentation": etcd_defragmentation_status(),
+            "encryption": encryption_status(),
             "apiServerEndpoints": arr("URLs of karmada-apiserver.", s("URL.")),
             "adminKubeconfigSecret": s("Secret holding the admin kubeconfig (key kubeconfig)."),
             "certificates": arr("Certificate expiry.", obj("A certificate.", {

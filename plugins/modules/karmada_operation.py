@@ -8,8 +8,9 @@ DOCUMENTATION = r"""
 module: karmada_operation
 short_description: Run one day-2 operation's share of a KarmadaDeployment's pass
 description:
-  - The one step behind every day-2 operation that runs as a step of the pass (today etcd's
-    automatic defragmentation, module_utils/karmada_operator/etcd/defragmentation.py). The pass
+  - The one step behind every day-2 operation that runs as a step of the pass (etcd's
+    automatic defragmentation, module_utils/karmada_operator/etcd/defragmentation.py; the rewrite of
+    the encrypted resources, module_utils/karmada_operator/controlplane/encryption_rewrite.py). The pass
     plan lists the step where the operation asks for it; this module hands the operation the plan,
     the custom resource, the API server and an Event poster, and returns its report.
   - The report (C(fields), C(conditions)) is merged into the Running status by the status step.
@@ -39,6 +40,11 @@ options:
     default: 2
   kubeconfig:
     description: Path of a kubeconfig (default as k8s_status).
+    type: path
+  karmada_kubeconfig:
+    description:
+      - Path of the operator's kubeconfig for karmada-apiserver (what the apiserver step wrote), for an
+        operation that works inside Karmada (the encryption rewrite).
     type: path
 author: Karmada-Operator developers
 """

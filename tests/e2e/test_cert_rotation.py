@@ -346,6 +346,83 @@ def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_cluste
                    f"the ConfigMap on {MEMBER} through a PropagationPolicy made after the rotation")
 
 
+def encryption_keys(fleet: Deployment) -> dict[str, str]:
+    """The encryption keys in the PKI Secret (name -> base64 value), in the configuration's order."""
+    data = fleet.host.get("secret", f"{NAME}-pki", "-n", NS)["data"]["encryption-config.json"]
+    doc = json.loads(base64.b64decode(data))
+    return {k["name"]: k["secret"] for k in doc["resources"][0]["providers"][0]["secretbox"]["keys"]}
+
+
+def stored_secrets(fleet: Deployment) -> dict[str, bytes]:
+    return karmada_e2e.etcd_values(fleet.host, NS, f"{NAME}-etcd-0", "/registry/secrets/")
+
+
+def test_an_encryption_key_rotation_stores_every_secret_under_the_new_key_without_an_outage(fleet: Deployment):
+    """spec.apiServer.encryption.rotation asked for once: three full passes, each rolling both
+    karmada-apiserver replicas once (the new key readable everywhere, then writing with every
+    object rewritten, then the old key gone), with /readyz answering every second through the
+    Service; afterwards every Secret etcd holds (member1's token, the Pull agent's, one made
+    before) is ciphertext under the new key alone and reads back; the old key is in no Secret."""
+    name = "before-rotation"
+    fleet.karmadactl("create", "secret", "generic", name, "-n", "default", "--from-literal=token=kept-across")
+    before = stored_secrets(fleet)
+    old = encryption_keys(fleet)
+    assert list(old) == ["key-1"], list(old)
+    assert len(before) >= 2 and all(v.startswith(b"k8s:enc:secretbox:v1:key-1:") for v in before.values()), \
+        {k: v[:30] for k, v in before.items()}
+    kubeconfig = fleet.kubeconfig()
+    apiserver = "app.kubernetes.io/name=karmada-apiserver,app.kubernetes.io/instance=" + NAME
+    uids = {p["metadata"]["uid"] for p in fleet.host.get("pods", "-n", NS, "-l", apiserver)["items"]}
+    poller = ReadyzPoller(kubeconfig, str(Path(fleet.host.settings["KO_LINKS"]) / "kubectl"))
+    requested = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = time.monotonic()
+    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p", json.dumps(
+        {"spec": {"apiServer": {"encryption": {"rotation": {"requestedAt": requested}}}}}))
+
+    def done():
+        obj = fleet.get()
+        rotation = ((obj.get("status") or {}).get("encryption") or {}).get("rotation") or {}
+        return obj if (rotation.get("requestedAt") == requested and rotation.get("phase") == "Done"
+                       and ready_at_generation(fleet)) else None
+
+    try:
+        obj = fleet.wait_for(done, 900, "the key rotation Done")
+    finally:
+        polls, failures = poller.finish()
+    took = time.monotonic() - started
+    status = obj["status"]["encryption"]
+    print(f"\nkey rotation in {took:.0f}s: {status['rotation']['message']}; /readyz polled {polls} times, "
+          f"{len(failures)} failures")
+    # one Event per phase, in order (resourceVersion order: the order they were written)
+    seen = sorted((e for phase in ("Adding", "Writing", "Dropping")
+                   for e in karmada_e2e.events(fleet, f"EncryptionKeyRotation{phase}")),
+                  key=lambda e: int(e["metadata"]["resourceVersion"]))
+    for e in seen:
+        print(f"  {e['reason']}: {e['message']}")
+    assert [e["reason"] for e in seen] == ["EncryptionKeyRotationAdding", "EncryptionKeyRotationWriting",
+                                           "EncryptionKeyRotationDropping"], seen
+    assert (status["writeKey"], status["keys"], status["rotation"]["oldKey"], status["rotation"]["newKey"]) == \
+        ("key-2", ["key-2"], "key-1", "key-2")
+    new = encryption_keys(fleet)
+    assert list(new) == ["key-2"] and new["key-2"] != old["key-1"]
+    fleet.extra["encryption_keys"] = {**old, **new}  # for the key-leak test below
+    after = stored_secrets(fleet)
+    assert set(before) <= set(after)
+    assert all(v.startswith(b"k8s:enc:secretbox:v1:key-2:") for v in after.values()), \
+        {k: v[:30] for k, v in after.items() if not v.startswith(b"k8s:enc:secretbox:v1:key-2:")}
+    read = json.loads(fleet.karmadactl("get", "secret", name, "-n", "default", "-o", "json").stdout)
+    assert base64.b64decode(read["data"]["token"]) == b"kept-across"
+    assert status["rewritten"]["writeKey"] == "key-2" and status["rewritten"]["objects"] >= len(before)
+    # both replicas rolled (three times), /readyz never failed, the members stayed Ready
+    now = {p["metadata"]["uid"] for p in fleet.host.get("pods", "-n", NS, "-l", apiserver)["items"]
+           if not p["metadata"].get("deletionTimestamp")}
+    assert len(now) == 2 and not now & uids, (uids, now)
+    assert polls > 30 and not failures, failures[:5]
+    for member in (MEMBER, PULL):
+        assert cluster_ready(fleet, kubeconfig, member) == "True", member
+    fleet.karmadactl("delete", "secret", name, "-n", "default")
+
+
 # How a private key would show if one leaked: a PEM's body (its first line of base64 DER), or the
 # base64 of the PEM text (a Secret's data, a kubeconfig's client-key-data).
 PEM_BEGIN_B64 = ("LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS", "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS",
@@ -371,16 +448,22 @@ def key_needles(fleet: Deployment) -> dict[str, str]:
                 body = [line for line in pem.splitlines() if line and not line.startswith("-----")]
                 needles[f"{name}/{key}#{i} (PEM body)"] = body[0]
                 needles[f"{name}/{key}#{i} (base64 of the PEM)"] = base64.b64encode(pem.encode()).decode()[:64]
+    # the encryption keys, the current one and those rotated out (the rotation test kept them)
+    for key, secret in {**fleet.extra.get("encryption_keys", {}), **encryption_keys(fleet)}.items():
+        needles[f"encryption key {key}"] = secret
+        needles[f"encryption key {key} (hex)"] = base64.b64decode(secret).hex()
     return needles
 
 
 def test_no_private_key_reaches_the_operators_log_or_its_run_records(fleet: Deployment):
-    """After install and leaf renewals: none of this Karmada's private keys (the CAs', every
-    leaf's, service-account's, every kubeconfig's client key) is in the operator's log or in any
+    """After install, leaf renewals and an encryption key rotation: none of this Karmada's private
+    keys (the CAs', every leaf's, service-account's, every kubeconfig's client key, both
+    encryption keys) is in the operator's log or in any
     record the runtime keeps of its runs (the job events and output of each run, on disk in the
     operator's pod), in PEM or base64 form; nor is any PEM private key at all."""
     needles = key_needles(fleet)
     assert len(needles) >= 20, sorted(needles)  # the CAs, the leaves, sa.key, the kubeconfigs
+    assert sum(1 for n in needles if n.startswith("encryption key ")) >= 4, sorted(needles)  # key-1 and key-2
     # this operator's runs: the runtime keeps the last 20 of a name, an earlier operator's too
     records = [p for run in karmada_e2e.runs(NS, NAME) if run.stat().st_mtime >= fleet.operator.started
                for p in run.rglob("*") if p.is_file()]

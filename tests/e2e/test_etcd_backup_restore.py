@@ -494,6 +494,9 @@ def test_restore_into_a_new_karmada_brings_back_every_key_and_the_members_work_t
     for key in (CLUSTER_KEY.format("member1"), CLUSTER_KEY.format("member3"),
                 "/registry/secrets/karmada-cluster/member1", "/registry/leases/karmada-cluster/member3"):
         assert key.encode() in snapshot.kvs, f"{key} is not in the snapshot"
+    # the backup holds Secrets as karmada-apiserver stored them: secretbox ciphertext (member1's token)
+    token = snapshot.kvs[b"/registry/secrets/karmada-cluster/member1"].value
+    assert token.startswith(b"k8s:enc:secretbox:v1:key-1:"), token[:40]
     print(f"\nsnapshot {snap['name']}: {len(snapshot.kvs)} keys at revision {snapshot.revision}")
     uids = {m: pod_uids(env.members[m]) for m in ("member1", "member3")}
     templates = template_specs(env.fleet)
@@ -501,11 +504,11 @@ def test_restore_into_a_new_karmada_brings_back_every_key_and_the_members_work_t
     works = work_manifests(env.fleet)
     assert works, "no Works on the source"
 
-    # In the new site: the store's credentials and the source's CA and service-account key, then
-    # the EtcdRestore before the Karmada (which has no members of its own).
+    # In the new site: the store's credentials and the source's CA, service-account key and
+    # encryption key, then the EtcdRestore before the Karmada (which has no members of its own).
     copy_secret(env.host, "s3-credentials", NS, TARGET_NS)
     copy_secret(env.host, f"{NAME}-pki", NS, TARGET_NS, new_name="source-pki",
-                keys=("ca.crt", "ca.key", "sa.key", "sa.pub"))
+                keys=("ca.crt", "ca.key", "sa.key", "sa.pub", "encryption-config.json"))
     started = time.monotonic()
     env.apply(restore_cr("move", TARGET, {
         "location": snap["location"],
@@ -542,7 +545,13 @@ def test_restore_into_a_new_karmada_brings_back_every_key_and_the_members_work_t
     conf = yaml.safe_load(base64.b64decode(secret["data"]["karmada-kubeconfig"]))
     entry, user = conf["clusters"][0]["cluster"], conf["users"][0]["user"]
     assert entry["server"] == f"https://{NAME}-apiserver.{NS}.svc.cluster.local:{APISERVER_PORT}", entry["server"]
-    restored_ca = base64.b64decode(env.host.get("secret", f"{TARGET}-pki", "-n", TARGET_NS)["data"]["ca.crt"])
+    restored_pki = env.host.get("secret", f"{TARGET}-pki", "-n", TARGET_NS)["data"]
+    restored_ca = base64.b64decode(restored_pki["ca.crt"])
+    # the restore carried the encryption key: the restored karmada-apiserver reads member1's token
+    source_pki = env.host.get("secret", "source-pki", "-n", TARGET_NS)["data"]
+    assert restored_pki["encryption-config.json"] == source_pki["encryption-config.json"]
+    token_secret = karmada_get(target, "secret", "member1", "-n", "karmada-cluster")
+    assert token_secret is not None and token_secret["data"].get("token"), "member1's token is not readable"
     assert base64.b64decode(entry["certificate-authority-data"]) == restored_ca  # the restore kept the source CA
     assert issued_by(load_cert(base64.b64decode(user["client-certificate-data"])), load_cert(restored_ca))
     entry["server"] = f"https://{TARGET}-apiserver.{TARGET_NS}.svc.cluster.local:{APISERVER_PORT}"

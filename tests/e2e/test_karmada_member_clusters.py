@@ -204,7 +204,7 @@ def full_pass(fleet: Deployment) -> Path:
 
 
 def test_second_reconcile_changes_nothing_on_any_member(fleet: Deployment):
-    time.sleep(15)  # let runs started by the join settle
+    fleet.wait_for(lambda: karmada_e2e.settled(NS, NAME), 300, "the runs started by the join settled")
     # a full pass (touching an owned object would take the fast path, which runs no member
     # play): every member play runs and changes nothing
     run = full_pass(fleet)
@@ -221,7 +221,7 @@ def test_second_reconcile_changes_nothing_on_any_member(fleet: Deployment):
 
     # The fast path: an owned object touched, the run ends after its check, which read every
     # member's Cluster Ready through karmada-apiserver.
-    time.sleep(5)
+    fleet.wait_for(lambda: karmada_e2e.settled(NS, NAME), 300, "the runs after the full pass settled")
     before = {d.name for d in fleet.runs()}
     fleet.host.kubectl("annotate", "service", f"{NAME}-apiserver", "-n", NS, f"e2e/touch={time.time()}",
                        "--overwrite")

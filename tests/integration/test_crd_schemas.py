@@ -75,6 +75,7 @@ def test_minimal_karmada_deployment_gets_full_defaults(apiserver):
     assert spec["karmadaVersion"] == "v1.18.2"
     assert spec["apiServer"]["serviceType"] == "ClusterIP"
     assert spec["apiServer"]["audit"] == {"enabled": True, "log": {"target": "Stdout"}}
+    assert spec["apiServer"]["encryption"] == {"enabled": True, "resources": ["secrets"]}
     assert spec["certificates"]["keyAlgorithm"] == "RSA"
     assert spec["deletionPolicy"] == "Delete"
     assert spec["images"]["pullPolicy"] == "IfNotPresent"
@@ -324,6 +325,11 @@ BROKEN = [
       for name, size, why in [("zero", "0", "must be greater than zero"), ("negative", "-1Gi", "must not be negative"),
                               ("words", "lots", "should match")]],
     # the audit log (docs/security.md#audit)
+    ("encryption-without-secrets", "KarmadaDeployment", {"spec.apiServer.encryption": {"resources": ["configmaps"]}},
+     ["spec.apiServer.encryption.resources", "must include secrets"]),
+    ("encryption-resource-name", "KarmadaDeployment",
+     {"spec.apiServer.encryption": {"resources": ["secrets", "Config Maps"]}},
+     ["spec.apiServer.encryption.resources[1]", "should match"]),
     ("audit-target", "KarmadaDeployment", {"spec.apiServer.audit": {"log": {"target": "Syslog"}}},
      ["spec.apiServer.audit.log.target", "Unsupported value", '"Stdout"', '"File"', '"Off"']),
     ("audit-file-limits-with-stdout", "KarmadaDeployment", {"spec.apiServer.audit": {"log": {"maxSizeMB": 10}}},
@@ -470,6 +476,9 @@ UPDATES = [
     ("etcd-storage-size-and-version", None,
      lambda s: s["etcd"]["local"].update(version="3.6.7-0", storage={"type": "PersistentVolumeClaim", "size": "16Gi"}),
      None),
+    # encryption at rest: a resource once encrypted stays listed; more may be added
+    ("encryption-resource-added", None,
+     lambda s: s["apiServer"].update(encryption={"resources": ["secrets", "configmaps"]}), None),
     ("external-etcd-endpoints", EXTERNAL_ETCD,
      lambda s: s["etcd"]["external"].update(endpoints=["https://etcd-a.example:2379", "https://etcd-b.example:2379"]),
      None),
@@ -493,5 +502,20 @@ def test_update_rules_refuse_what_cannot_change_after_creation(apiserver, name, 
         assert result.returncode != 0, f"update accepted but should not be:\n{yaml.safe_dump(stored['spec'])}"
         for text in expected:
             assert text in result.stderr, f"missing {text!r} in the error the user sees:\n{result.stderr}"
+    finally:
+        apiserver.kubectl("delete", "karmadadeployment", obj["metadata"]["name"], "-n", "karmada-system")
+
+
+def test_an_encrypted_resource_cannot_be_removed_from_the_list(apiserver):
+    obj = copy.deepcopy(load_sample("KarmadaDeployment"))
+    obj["metadata"]["name"] = "update-encryption-resources"
+    obj["spec"]["apiServer"]["encryption"] = {"resources": ["secrets", "configmaps"]}
+    stored = yaml.safe_load(apiserver.kubectl("create", "-o", "yaml", "-f", "-", input_text=yaml.safe_dump(obj)).stdout)
+    try:
+        stored["spec"]["apiServer"]["encryption"]["resources"] = ["secrets"]
+        result = apiserver.kubectl("replace", "--dry-run=server", "-o", "yaml", "-f", "-",
+                                   input_text=yaml.safe_dump(stored), check=False)
+        assert result.returncode != 0
+        assert "spec.apiServer.encryption.resources: a resource cannot be removed" in result.stderr, result.stderr
     finally:
         apiserver.kubectl("delete", "karmadadeployment", obj["metadata"]["name"], "-n", "karmada-system")

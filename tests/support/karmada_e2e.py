@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from support import waiting
+from support.etcd_db import etcd_keys_json
 from support.operator_runtime import OperatorProcess
 from support.testenv import HostCluster, MemberCluster
 
@@ -97,6 +98,18 @@ def runs_in_flight(namespace: str, name: str) -> list[Path]:
     if not artifacts.exists():
         return []
     return [d for d in artifacts.iterdir() if d.name != "latest" and d.is_dir() and not (d / "status").exists()]
+
+
+ETCD_POD_PKI = "/etc/kubernetes/pki/etcd"  # an etcd member's certificates in its pod
+
+
+def etcd_values(host: HostCluster, namespace: str, pod: str, prefix: str) -> dict[str, bytes]:
+    """Every key under ``prefix`` with its value as etcd stores it: etcdctl in a member's pod."""
+    out = host.kubectl("exec", "-n", namespace, pod, "-c", "etcd", "--", "etcdctl",
+                       "--endpoints=https://127.0.0.1:2379", f"--cacert={ETCD_POD_PKI}/ca.crt",
+                       f"--cert={ETCD_POD_PKI}/server.crt", f"--key={ETCD_POD_PKI}/server.key",
+                       "get", "--prefix", prefix, "-w", "json").stdout
+    return {k.decode(): kv.value for k, kv in etcd_keys_json(out).kvs.items()}
 
 
 def settled(namespace: str, name: str) -> bool:

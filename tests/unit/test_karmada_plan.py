@@ -289,14 +289,19 @@ def test_strategy_components_moves_only_the_listed_components():
 def test_apiserver_restarts_only_for_what_it_reads_once():
     plan = kp.build_plan(sample())
     api = plan["apiserver"]
-    # kube-apiserver reloads its serving pair, client CAs, front-proxy client pair and etcd client pair
-    assert api["restartMounts"] == {"pki": ["sa.key", "sa.pub"], "etcd": ["ca.crt"], "kubeconfig": []}
+    # kube-apiserver reloads its serving pair, client CAs, front-proxy client pair and etcd client pair;
+    # it reads the service-account keys and the encryption configuration once
+    assert api["restartMounts"] == {"pki": ["sa.key", "sa.pub", "encryption-config.json"], "etcd": ["ca.crt"],
+                                    "kubeconfig": []}
     groups = {"pki": {f: "x" for f in api["pkiFiles"]}, "etcd": {"ca.crt": "E"}, "kubeconfig": {}}
     before = kp.mounts_hash(groups, api["restartMounts"])
     for renewed in ("apiserver.crt", "apiserver-etcd-client.key", "front-proxy-client.crt", "ca.crt"):
         groups["pki"][renewed] = "renewed"
     assert kp.mounts_hash(groups, api["restartMounts"]) == before
     groups["etcd"]["ca.crt"] = "E2"
+    assert kp.mounts_hash(groups, api["restartMounts"]) != before
+    groups["etcd"]["ca.crt"] = "E"
+    groups["pki"]["encryption-config.json"] = "a new key"
     assert kp.mounts_hash(groups, api["restartMounts"]) != before
     # etcd members restart only for a new etcd CA
     assert plan["pki"]["etcd_restart_mounts"] == {"etcd": ["ca.crt"]}

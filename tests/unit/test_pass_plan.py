@@ -52,9 +52,10 @@ def test_a_plain_full_pass_runs_every_step_forward_and_each_names_a_task_file():
     this_pass = passes(running())
     assert this_pass["mode"] == "full"
     # etcd's defragmentation follows etcd on a local etcd (plan/operations.py); an upgrade's or a
-    # CA rotation's pass leaves it out (the rollback below)
+    # CA rotation's pass leaves it out (the rollback below); the encryption rewrite follows the
+    # whole control plane, in every full pass
     assert names(this_pass) == ["pki", "etcd", "etcd-defragmentation", "apiserver", "aggregated", "resources",
-                                "components", "apiserver-last", "status"]
+                                "components", "apiserver-last", "encryption-rewrite", "status"]
     for step in this_pass["steps"]:
         assert (TASKS / f"{step['file']}.yml").is_file(), step
     assert this_pass["upgrade"] == {} and this_pass["reverse"] is False and this_pass["caRotation"] == {}
@@ -73,7 +74,7 @@ def test_an_upgrade_backs_up_first_and_a_rollback_runs_the_steps_backwards():
     rollback = passes(back)
     assert rollback["reverse"] is True
     assert names(rollback) == ["pre-upgrade-backup", "pki", "etcd", "apiserver-connect", "components",
-                               "aggregated", "resources", "apiserver", "status"]
+                               "aggregated", "resources", "apiserver", "encryption-rewrite", "status"]
     assert all(s.get("reverse") for s in rollback["steps"] if s["file"] == "components")
 
 
@@ -147,7 +148,7 @@ def test_only_a_client_ca_s_dropping_phase_trims_kube_apiserver_s_client_cas(ca,
     steps = names(passes(cr))
     assert ("ca-dropping" in steps) is trims
     if trims:
-        assert steps[-2:] == ["ca-dropping", "status"]
+        assert steps[-3:] == ["ca-dropping", "encryption-rewrite", "status"]
     reissuing = running(caRotation={"ca": ca, "phase": "Reissuing", "requestedAt": "2026-12-01T00:00:00Z"})
     assert "ca-dropping" not in names(passes(reissuing))
 

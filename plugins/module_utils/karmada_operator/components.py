@@ -346,6 +346,8 @@ APISERVER_CLOSED_ARGS = {
     "secure-port": "the Service, the probes and every kubeconfig the operator writes use the operator's port",
     **_CLOSED_ETCD_CLIENT,
     **AUDIT_CLOSED_ARGS,
+    "encryption-provider-config": "the operator writes the encryption configuration from spec.apiServer.encryption "
+                                  "with the key it keeps in the PKI Secret",
 }
 ETCD_CLOSED_ARGS = {
     "client-cert-auth": "etcd clients must present a certificate from the etcd CA",

@@ -45,6 +45,9 @@ STAGING_DIR = "/var/run/etcd-restore"
 RESTORE_PROGRAM = eb_plan.job_program("karmada_operator.backup.restore_job")
 DATA_SUBDIR = "data"  # the StatefulSet runs etcd with --data-dir=/var/lib/etcd/data on the volume
 PKI_KEYS = ("ca.crt", "ca.key", "sa.key", "sa.pub")
+# carried when the Secret has it: the key karmada-apiserver encrypted Secrets with (pki/encryption.py);
+# without it the restored karmada-apiserver cannot read them (docs/backup-restore.md)
+PKI_OPTIONAL_KEYS = ("encryption-config.json",)
 DEFAULT_BUMP = 1_000_000_000
 
 

@@ -184,7 +184,9 @@ class RestoreReconciler:
 
     def _seed_pki(self, plan: Mapping[str, Any]) -> tuple[str, str] | None:
         """Put the source's CA and service-account key pair into the target's PKI Secret, so
-        what the source issued (Pull agents' certificates, service-account tokens) stays valid."""
+        what the source issued (Pull agents' certificates, service-account tokens) stays valid,
+        and its encryption configuration when the Secret has it, so the restored Secrets can be
+        read."""
         ref = ((self.spec.get("pki") or {}).get("secretRef") or {}).get("name")
         if not ref:
             return None
@@ -205,7 +207,7 @@ class RestoreReconciler:
                                              "before this restore; restore into a new KarmadaDeployment")
         self._create_unowned({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                               "metadata": {"name": name, "namespace": self.ns, "labels": plan["target"]["labels"]},
-                              "data": {k: data[k] for k in er.PKI_KEYS}})
+                              "data": {k: data[k] for k in (*er.PKI_KEYS, *er.PKI_OPTIONAL_KEYS) if k in data}})
         return None
 
     def _create_unowned(self, obj: dict[str, Any]) -> None:

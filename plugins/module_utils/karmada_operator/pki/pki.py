@@ -40,6 +40,7 @@ CURVE_SIZES = {"secp256r1": 256, "secp384r1": 384}
 BACKDATE = dt.timedelta(minutes=5)  # tolerate small clock skew between nodes
 
 from karmada_operator import components as karmada_components
+from karmada_operator.pki import encryption
 
 
 def known_components() -> tuple[str, ...]:
@@ -121,6 +122,8 @@ class PkiSpec:
     force_renew_issued_before: dt.datetime | None = None
     # a CA rotation's phase in this pass: (CA id, Trusting | Reissuing | Dropping), or None
     ca_rotation: tuple[str, str] | None = None
+    # spec.apiServer.encryption with its defaults (pki/encryption.py settings), or None: no file
+    encryption: dict[str, Any] | None = None
 
 
 def _get(data: Mapping[str, Any], key: str, default: Any) -> Any:
@@ -384,7 +387,22 @@ def parse_spec(data: Mapping[str, Any]) -> PkiSpec:
         force_renew=force,
         force_renew_issued_before=_timestamp(data.get("forceRenewIssuedBefore"), "forceRenewIssuedBefore"),
         ca_rotation=_ca_rotation(data.get("caRotation"), certs),
+        encryption=_encryption_settings(api),
     )
+
+
+def _encryption_settings(api: Mapping[str, Any]) -> dict[str, Any] | None:
+    """apiServer.encryption as the plan made it (encryption.settings: enabled, resources, rotation)."""
+    enc = api.get("encryption")
+    if enc is None:
+        return None
+    resources = list(enc.get("resources") or encryption.DEFAULT_RESOURCES)
+    if "secrets" not in resources:
+        raise PkiInputError("apiServer.encryption.resources", "must include secrets")
+    rotation = str(enc.get("rotation") or "")
+    if rotation and rotation not in encryption.ROTATION_PHASES:
+        raise PkiInputError("apiServer.encryption.rotation", f"unknown phase {rotation!r}")
+    return {"enabled": bool(enc.get("enabled", True)), "resources": resources, "rotation": rotation}
 
 
 ROTATION_PHASES = ("Trusting", "Reissuing", "Dropping")
@@ -1064,6 +1082,17 @@ def _ensure_service_account(run: _Run) -> None:
     run.changes.append({"name": "sa", "reasons": reasons})
 
 
+def _ensure_encryption(run: _Run) -> None:
+    """The EncryptionConfiguration of karmada-apiserver (pki/encryption.py): its key kept as long
+    as it is stored, made when it is not; rendered again when the settings change."""
+    if run.spec.encryption is None:
+        return
+    text, reasons = encryption.ensure(run.existing.get(encryption.FILE), run.spec.encryption)
+    run.files[encryption.FILE] = text
+    if reasons:
+        run.changes.append({"name": "encryption-config", "reasons": reasons})
+
+
 def iso(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -1172,6 +1201,7 @@ def reconcile_pki(
         _ensure_ca(run, ca_id)
     _ensure_signer_file(run)
     _ensure_service_account(run)
+    _ensure_encryption(run)
     profiles = leaf_profiles(spec)
     _check_force_renew(spec, profiles)
     for profile in profiles:

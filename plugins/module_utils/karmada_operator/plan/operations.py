@@ -1,6 +1,7 @@
 """Day-2 operations behind one interface: a version change (``upgrade``), a CA rotation
-(``caRotation``) and etcd's automatic defragmentation (``etcdDefragmentation``); the next ones
-(encryption-key rotation) join them here.
+(``caRotation``), etcd's automatic defragmentation (``etcdDefragmentation``) and encryption at
+rest (``encryption``: the rewrite of the encrypted resources after a change of key or settings,
+and the phases of a key rotation); the next ones join them here.
 
 An operation is a state machine recorded in its own status field (its name). Each one says:
 
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from karmada_operator.controlplane.encryption_rewrite import EncryptionRewrite
 from karmada_operator.etcd.defragmentation import Defragmentation
 from karmada_operator.kube.client import Kube
 from karmada_operator.pki import ca_rotation
@@ -120,7 +122,7 @@ class CaRotation:
         raise ValueError(f"caRotation has no transition {transition!r} (doing, advanced)")
 
 
-OPERATIONS: dict[str, Any] = {op.name: op for op in (Upgrade(), CaRotation(), Defragmentation())}
+OPERATIONS: dict[str, Any] = {op.name: op for op in (Upgrade(), CaRotation(), Defragmentation(), EncryptionRewrite())}
 
 
 def admit_all(cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, dict[str, Any]]:
@@ -153,6 +155,8 @@ class Context:
     timeout: float
     poll: float
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
+    # the operator's connection to karmada-apiserver (None before the apiserver step made it)
+    karmada: Kube | None = None
 
 
 def run(name: str, ctx: Context) -> dict[str, Any]:

@@ -79,6 +79,8 @@ def control_plane_steps(upgrade: Mapping[str, Any], reverse: bool, rotation: Map
                   step("apiserver-last", "apiserver", deferred=True)]
         if rotation.get("phase") == "Dropping" and rotation.get("ca") in CLIENT_CAS:
             steps.append(step("ca-dropping", "ca_dropping"))
+    # after the whole control plane has rolled out, whichever the direction (the encryption rewrite)
+    steps += (after or {}).get("control-plane", [])
     steps.append(step("status"))
     return steps
 
@@ -131,7 +133,7 @@ def plan_pass(cr: Mapping[str, Any], plan: Mapping[str, Any], *, converged_contr
     if not rotation and members_only(cr, plan, converged_control_plane):
         return {"mode": MODE_MEMBERS, "steps": [], "upgrade": upgrade, "reverse": reverse, "caRotation": {},
                 "conditions": restamped_conditions(cr)}
-    after = {"etcd": steps_after("etcd", plan, records)}
+    after = {anchor: steps_after(anchor, plan, records) for anchor in ("etcd", "control-plane")}
     return {"mode": MODE_FULL, "steps": control_plane_steps(upgrade, reverse, rotation, after), "upgrade": upgrade,
             "reverse": reverse, "caRotation": rotation, "conditions": []}
 

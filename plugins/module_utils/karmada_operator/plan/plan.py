@@ -17,6 +17,7 @@ from typing import Any
 from karmada_operator import components as karmada_components
 from karmada_operator.etcd import defragmentation
 from karmada_operator.kube import pod_security
+from karmada_operator.pki import encryption as karmada_encryption
 from karmada_operator.plan import audit as karmada_audit
 
 # Defaults and paths have their home in the registry module.
@@ -254,7 +255,7 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
         "podTmp": {"volume": dict(pod_security.TMP_VOLUME), "mount": dict(pod_security.TMP_MOUNT)},
         "paused": bool(spec.get("paused", False)),
         "deletionPolicy": spec.get("deletionPolicy") or "Delete",
-        "pki": _pki_input(spec, name, ns, domain, names, etcd, components),
+        "pki": _pki_input(spec, name, ns, domain, names, etcd, components, cr.get("status") or {}),
         "crds": {"url": (spec.get("crds") or {}).get("url")
                  or CRDS_URL_TEMPLATE.replace("{version}", karmada_version),
                  "sha256": (spec.get("crds") or {}).get("sha256") or ""},
@@ -404,11 +405,14 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
         "tls-min-version": "VersionTLS12",
         **etcd_files,
         **audit["args"],
+        # Secrets (and what spec.apiServer.encryption.resources adds) encrypted in etcd with the
+        # key the certificates step keeps in the PKI Secret (pki/encryption.py)
+        "encryption-provider-config": f"{PKI_DIR}/{karmada_encryption.FILE}",
     }
     lb = api.get("externalLoadBalancer") or {}
     etcd_client, etcd_ca = _etcd_mounts(etcd)
     pki_files = ["ca.crt", "apiserver.crt", "apiserver.key", *etcd_client, "front-proxy-ca.crt",
-                 "front-proxy-client.crt", "front-proxy-client.key", "sa.key", "sa.pub"]
+                 "front-proxy-client.crt", "front-proxy-client.key", "sa.key", "sa.pub", karmada_encryption.FILE]
     return {
         "name": names["apiserver"],
         "pkiFiles": pki_files,
@@ -435,7 +439,7 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
 
 
 # Files karmada-apiserver does not reload while it runs (see _apiserver_plan's restartMounts).
-APISERVER_RESTART_FILES = ["sa.key", "sa.pub"]
+APISERVER_RESTART_FILES = ["sa.key", "sa.pub", karmada_encryption.FILE]
 
 
 def etcd_client_args(etcd: dict[str, Any]) -> dict[str, str]:
@@ -522,6 +526,13 @@ def _component_plan(comp: karmada_components.Component, spec: dict[str, Any], na
     }
 
 
+def _encryption(api: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return karmada_encryption.settings(api, status.get("encryption") or {})
+    except karmada_encryption.EncryptionError as err:
+        raise PlanError(err.field, err.message) from err
+
+
 def _audit_pod(audit: dict[str, Any]) -> dict[str, Any]:
     """What the audit log adds to a pod (plan/audit.py): volumes, mounts, template annotations."""
     return {"extraVolumes": list(audit.get("volumes") or []), "extraMounts": list(audit.get("mounts") or []),
@@ -571,7 +582,7 @@ def _mounts(comp: karmada_components.Component, etcd: dict[str, Any]) -> dict[st
 
 
 def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dict[str, str],
-               etcd: dict[str, Any], components: list[dict[str, Any]]) -> dict[str, Any]:
+               etcd: dict[str, Any], components: list[dict[str, Any]], status: dict[str, Any]) -> dict[str, Any]:
     """Parameters of the karmada_pki module (names and SANs derived from the plan).
 
     spec.certificates.caSecretRef is read by the certificates step (``ca_secret``) and passed as
@@ -591,6 +602,8 @@ def _pki_input(spec: dict[str, Any], name: str, ns: str, domain: str, names: dic
             "port": APISERVER_PORT,
             "externalLoadBalancer": api.get("externalLoadBalancer") or {},
             "certSANs": list(api.get("certSANs") or []),
+            # spec.apiServer.encryption: the key and its EncryptionConfiguration live in the PKI Secret
+            "encryption": _encryption(api, status),
         },
         # every member the cluster can grow to, so that scaling never re-issues (and rolls) them
         "etcd": {

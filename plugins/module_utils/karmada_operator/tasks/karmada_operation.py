@@ -24,6 +24,8 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "timeout": {"type": "float", "default": 600.0},
     "poll": {"type": "float", "default": 2.0},
     "kubeconfig": {"type": "path"},
+    # the operator's kubeconfig for karmada-apiserver (apiserver_connect.yml), when the pass made it
+    "karmada_kubeconfig": {"type": "path"},
 }
 SUPPORTS_CHECK_MODE = False
 
@@ -49,12 +51,19 @@ def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], 
             current = live.get(owner["apiVersion"], owner["kind"], meta["name"], meta["namespace"]) or owner
         except KubeError as exc:
             raise ModuleFailed(f"{exc.status} {exc.reason}: {exc.message}") from exc
+        try:
+            karmada = Kube.from_file(params["karmada_kubeconfig"]) if params.get("karmada_kubeconfig") else None
+        except KubeConfigError as exc:
+            raise ModuleFailed(str(exc)) from exc
         ctx = operations.Context(plan=params["plan"], owner=current, live=live, event=event,
-                                 timeout=float(params["timeout"]), poll=float(params["poll"]))
+                                 timeout=float(params["timeout"]), poll=float(params["poll"]), karmada=karmada)
         try:
             report = operations.run(params["name"], ctx)
         except ValueError as exc:
             raise ModuleFailed(str(exc), error="InvalidInput") from exc
         except KubeError as exc:
             raise ModuleFailed(f"{exc.status} {exc.reason}: {exc.message}") from exc
+        finally:
+            if karmada is not None:
+                karmada.close()
     return {"changed": bool(report.pop("changed", False)), "report": report}

@@ -1,0 +1,179 @@
+"""Encryption at rest in karmada-apiserver (spec.apiServer.encryption, docs/security.md#encryption-at-rest).
+
+The key is key material like the CA: the certificates step keeps it in the PKI Secret, as the
+EncryptionConfiguration karmada-apiserver reads (``FILE``), generated once and kept as long as it
+is there. ``config`` renders that file from the stored keys and the spec: with encryption on,
+the newest key writes (``secretbox``) and ``identity`` reads what was stored before; off,
+``identity`` writes and the key still reads what was encrypted. A backup holds ciphertext; a
+restore needs this file (docs/backup-restore.md). Pure, but for the random key.
+
+secretbox (XSalsa20 and Poly1305, 32-byte keys) is Kubernetes' strongest local provider: a random
+24-byte nonce per write, so no limit on writes per key (aesgcm needs a new key every 200,000
+writes) and authenticated (aescbc is not, and is open to padding-oracle attacks).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+FILE = "encryption-config.json"
+PROVIDER = "secretbox"
+KEY_BYTES = 32
+DEFAULT_RESOURCES = ("secrets",)
+FIELD = "spec.apiServer.encryption"
+# the prefix of a value karmada-apiserver stored with key ``name`` (as etcd holds it)
+PREFIX = "k8s:enc:secretbox:v1:{name}:"
+_KEY_NAME = re.compile(r"^key-([0-9]+)$")
+
+
+class EncryptionError(ValueError):
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{FIELD}: {message}")
+        self.field = FIELD
+        self.message = message
+
+
+def settings(api: Mapping[str, Any], record: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """spec.apiServer.encryption with its defaults (the CRD fills them too), and the phase of a
+    key rotation this pass does (``rotation``, "" for none) from status.encryption (``record``)."""
+    enc = api.get("encryption") or {}
+    resources = list(dict.fromkeys(enc.get("resources") or DEFAULT_RESOURCES))
+    if "secrets" not in resources:
+        raise EncryptionError("resources must include secrets")
+    return {"enabled": bool(enc.get("enabled", True)), "resources": resources,
+            "rotation": rotation_phase(enc, record or {})}
+
+
+# A key rotation (spec.apiServer.encryption.rotation.requestedAt), one karmada-apiserver roll per
+# phase, each a full pass: Adding (a new key every replica can read; the old one still writes),
+# Writing (the new key writes; the operation then rewrites every object with it), Dropping (the
+# old key goes). status.encryption.rotation.phase is the phase the next pass does; Done at the end.
+ROTATION_PHASES = ("Adding", "Writing", "Dropping", "Done")
+
+
+def rotation_requested(enc: Mapping[str, Any]) -> str:
+    return str(((enc.get("rotation") or {}).get("requestedAt")) or "")
+
+
+def rotation_phase(enc: Mapping[str, Any], record: Mapping[str, Any]) -> str:
+    """The phase this pass does: the one status recorded as next (Writing, Dropping) while a
+    rotation is under way (a new request waits for it to finish), else Adding when a rotation was
+    asked for that status has not seen; "" when none is."""
+    requested = rotation_requested(enc)
+    rotation = record.get("rotation") or {}
+    phase = str(rotation.get("phase") or "")
+    if phase in ("Writing", "Dropping"):
+        return phase
+    if requested and requested != str(rotation.get("requestedAt") or ""):
+        return "Adding"
+    return ""
+
+
+def rotated_keys(keys: list[dict[str, str]], phase: str,
+                 random: Callable[[int], bytes] = os.urandom) -> list[dict[str, str]]:
+    """The keys, in order, for a rotation phase (idempotent: a phase done again gives the same)."""
+    if phase == "Adding" and len(keys) == 1:
+        return [*keys, new_key(keys, random)]
+    if phase == "Writing" and len(keys) >= 2:
+        newest = max(keys, key=lambda k: int(_KEY_NAME.match(k["name"]).group(1)))  # type: ignore[union-attr]
+        return [newest, *(k for k in keys if k is not newest)]
+    if phase == "Dropping":
+        return keys[:1]
+    return keys
+
+
+def stored_keys(text: str | None) -> list[dict[str, str]]:
+    """The secretbox keys of a stored configuration, in its order (the first one writes when on);
+    [] when there is none or it cannot be read."""
+    if not text:
+        return []
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return []
+    for entry in doc.get("resources") or []:
+        for provider in entry.get("providers") or []:
+            keys = (provider.get(PROVIDER) or {}).get("keys")
+            if keys and all(isinstance(k, dict) and _valid(k) for k in keys):
+                return [{"name": k["name"], "secret": k["secret"]} for k in keys]
+    return []
+
+
+def _valid(key: Mapping[str, Any]) -> bool:
+    try:
+        return bool(_KEY_NAME.match(str(key.get("name")))) and len(base64.b64decode(key["secret"], validate=True)) \
+            == KEY_BYTES
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def new_key(keys: list[dict[str, str]], random: Callable[[int], bytes] = os.urandom) -> dict[str, str]:
+    """A key named after the highest one stored (key-1, key-2, ...)."""
+    numbers = [int(m.group(1)) for k in keys if (m := _KEY_NAME.match(k["name"]))]
+    return {"name": f"key-{max(numbers, default=0) + 1}", "secret": base64.b64encode(random(KEY_BYTES)).decode()}
+
+
+def config(keys: list[dict[str, str]], enabled: bool, resources: list[str]) -> str:
+    """The EncryptionConfiguration file."""
+    box = {PROVIDER: {"keys": [dict(k) for k in keys]}}
+    providers = [box, {"identity": {}}] if enabled else [{"identity": {}}, box]
+    doc = {"apiVersion": "apiserver.config.k8s.io/v1", "kind": "EncryptionConfiguration",
+           "resources": [{"resources": list(resources), "providers": providers}]}
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def ensure(existing: str | None, spec: Mapping[str, Any],
+           random: Callable[[int], bytes] = os.urandom) -> tuple[str, list[str]]:
+    """The file for ``spec`` (settings()), keeping the stored keys: (text, reasons it changed)."""
+    keys = stored_keys(existing)
+    reasons = []
+    if not keys:
+        keys = [new_key([], random)]
+        reasons.append("missing" if not existing else "unreadable")
+    phase = spec.get("rotation") or ""
+    rotated = rotated_keys(keys, phase, random)
+    if rotated != keys:
+        keys = rotated
+        reasons.append(f"rotation-{phase.lower()}")
+    text = config(keys, spec["enabled"], spec["resources"])
+    if existing and text != existing and not reasons:
+        reasons.append("settings")
+    return text, reasons
+
+
+def write_key(text: str | None) -> str:
+    """The name of the key that encrypts new writes ("" when encryption is off or there is none)."""
+    if not text:
+        return ""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return ""
+    providers = ((doc.get("resources") or [{}])[0]).get("providers") or []
+    first = providers[0] if providers else {}
+    keys = (first.get(PROVIDER) or {}).get("keys") or []
+    return str(keys[0]["name"]) if keys else ""
+
+
+def read(data: str | None) -> dict[str, Any] | None:
+    """What a stored configuration says (``data``: the Secret's base64 value): ``enabled`` (a key
+    writes), ``writeKey`` (the first key), ``keys`` (names, in order) and ``resources``; None when
+    there is none or it cannot be read."""
+    if not data:
+        return None
+    try:
+        doc = json.loads(base64.b64decode(data))
+        entry = (doc.get("resources") or [])[0]
+        providers = entry.get("providers") or []
+    except (ValueError, TypeError, IndexError, AttributeError):
+        return None
+    keys = [k["name"] for k in stored_keys(json.dumps(doc))]
+    if not keys:
+        return None
+    return {"enabled": PROVIDER in (providers[0] if providers else {}), "writeKey": keys[0], "keys": keys,
+            "resources": list(entry.get("resources") or [])}

@@ -1,0 +1,244 @@
+"""Encryption at rest: the key and EncryptionConfiguration the certificates step keeps
+(pki/encryption.py) and the rewrite of the encrypted resources (controlplane/encryption_rewrite.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from types import SimpleNamespace
+
+import pytest
+
+from karmada_operator.controlplane import encryption_rewrite as er
+from karmada_operator.kube.client import KubeError
+from karmada_operator.pki import encryption
+from karmada_operator.plan.plan import PlanError, build_plan
+
+ON = {"enabled": True, "resources": ["secrets"]}
+
+
+def providers(text):
+    return json.loads(text)["resources"][0]["providers"]
+
+
+def test_a_missing_key_is_made_once_and_kept_as_long_as_it_is_stored():
+    text, reasons = encryption.ensure(None, ON, random=lambda n: b"k" * n)
+    assert reasons == ["missing"]
+    doc = json.loads(text)
+    assert (doc["apiVersion"], doc["kind"]) == ("apiserver.config.k8s.io/v1", "EncryptionConfiguration")
+    assert doc["resources"][0]["resources"] == ["secrets"]
+    box, identity = providers(text)
+    assert identity == {"identity": {}}
+    assert box == {"secretbox": {"keys": [{"name": "key-1", "secret": base64.b64encode(b"k" * 32).decode()}]}}
+    again, reasons = encryption.ensure(text, ON, random=lambda n: pytest.fail("no new key"))
+    assert (again, reasons) == (text, [])
+    assert encryption.write_key(text) == "key-1"
+
+
+def test_switched_off_identity_writes_and_the_key_still_reads():
+    text, _ = encryption.ensure(None, ON)
+    off, reasons = encryption.ensure(text, {"enabled": False, "resources": ["secrets"]})
+    assert reasons == ["settings"]
+    first, second = providers(off)
+    assert first == {"identity": {}} and second["secretbox"]["keys"] == encryption.stored_keys(text)
+    assert encryption.write_key(off) == ""
+    more, _ = encryption.ensure(text, {"enabled": True, "resources": ["secrets", "configmaps"]})
+    assert json.loads(more)["resources"][0]["resources"] == ["secrets", "configmaps"]
+    assert encryption.stored_keys(more) == encryption.stored_keys(text)
+
+
+@pytest.mark.parametrize("stored", ["not json", json.dumps({"resources": [{"providers": [
+    {"secretbox": {"keys": [{"name": "key-1", "secret": base64.b64encode(b"short").decode()}]}}]}]})])
+def test_an_unreadable_or_weak_configuration_gets_a_new_key(stored):
+    text, reasons = encryption.ensure(stored, ON, random=lambda n: b"n" * n)
+    assert reasons == ["unreadable"] and encryption.stored_keys(text)[0]["name"] == "key-1"
+
+
+def test_new_keys_are_numbered_after_the_highest():
+    keys = [{"name": "key-3", "secret": ""}, {"name": "key-1", "secret": ""}]
+    assert encryption.new_key(keys, random=lambda n: b"x" * n)["name"] == "key-4"
+
+
+def test_the_plan_points_karmada_apiserver_at_the_file_and_refuses_to_leave_secrets_out():
+    cr = {"metadata": {"name": "k", "namespace": "ns"}, "spec": {}}
+    plan = build_plan(cr)
+    args = plan["apiserver"]["args"]
+    assert "--encryption-provider-config=/etc/kubernetes/pki/encryption-config.json" in args
+    assert "encryption-config.json" in plan["apiserver"]["pkiFiles"]
+    assert "encryption-config.json" in plan["apiserver"]["restartMounts"]["pki"]
+    assert plan["pki"]["api_server"]["encryption"] == {**ON, "rotation": ""}
+    cr["spec"] = {"apiServer": {"encryption": {"resources": ["configmaps"]}}}
+    with pytest.raises(PlanError) as err:
+        build_plan(cr)
+    assert err.value.field == "spec.apiServer.encryption"
+
+
+def test_read_says_what_a_stored_configuration_does_without_its_keys():
+    text, _ = encryption.ensure(None, {"enabled": True, "resources": ["secrets", "configmaps"]})
+    b64 = base64.b64encode(text.encode()).decode()
+    assert encryption.read(b64) == {"enabled": True, "writeKey": "key-1", "keys": ["key-1"],
+                                    "resources": ["secrets", "configmaps"]}
+    assert encryption.read(None) is None and encryption.read("bm90IGpzb24=") is None
+
+
+# ------------------------------------------------------------------ the rewrite
+
+
+class Karmada:
+    """karmada-apiserver as the rewrite sees it: discovery, list and replace."""
+
+    def __init__(self, objects, conflict=(), fail=None):
+        self.objects, self.conflict, self.fail, self.replaced = objects, set(conflict), fail, []
+        served = [SimpleNamespace(name="secrets", group="", group_version="v1", kind="Secret", preferred=True),
+                  SimpleNamespace(name="configmaps", group="", group_version="v1", kind="ConfigMap", preferred=True)]
+
+        def search(name, group):
+            return [r for r in served if r.name == name and r.group == group]
+
+        self._dynamic = SimpleNamespace(resources=SimpleNamespace(search=search))
+
+    def dynamic(self):
+        return self._dynamic
+
+    def list(self, api_version, kind):
+        return [dict(o) for o in self.objects.get(kind, [])]
+
+    def replace(self, obj):
+        name = obj["metadata"]["name"]
+        if self.fail:
+            raise KubeError(500, "InternalError", self.fail)
+        if name in self.conflict:
+            raise KubeError(409, "Conflict", "changed meanwhile")
+        self.replaced.append((obj["kind"], name))
+        return obj
+
+
+def context(config_text, karmada, status=None):
+    events = []
+    secret = {"data": {encryption.FILE: base64.b64encode(config_text.encode()).decode()}}
+    live = SimpleNamespace(get=lambda *a: secret)
+    ctx = SimpleNamespace(plan={"names": {"pkiSecret": "k-pki"}, "namespace": "ns",
+                                "pki": {"api_server": {"encryption": {**ON, "rotation": ""}}}},
+                          owner={"status": status or {}}, live=live, karmada=karmada, event=events.append,
+                          now=lambda: datetime(2026, 12, 5, 12, 0, tzinfo=UTC))
+    return ctx, events
+
+
+def test_a_new_configuration_rewrites_every_object_once_and_the_next_pass_reads_one_secret():
+    text, _ = encryption.ensure(None, {"enabled": True, "resources": ["secrets", "configmaps"]})
+    karmada = Karmada({"Secret": [{"metadata": {"name": f"s{i}"}} for i in range(3)],
+                       "ConfigMap": [{"metadata": {"name": "c"}}, {"metadata": {"name": "busy"}}]}, conflict=["busy"])
+    ctx, events = context(text, karmada)
+    out = er.EncryptionRewrite().run(ctx)
+    record = out["fields"]["encryption"]
+    assert out["changed"] and karmada.replaced == [("Secret", "s0"), ("Secret", "s1"), ("Secret", "s2"),
+                                                   ("ConfigMap", "c")]
+    assert record["rewritten"] == {"enabled": True, "writeKey": "key-1", "resources": ["secrets", "configmaps"],
+                                   "objects": 4, "at": "2026-12-05T12:00:00Z"}
+    assert record["phase"] == "Current" and record["keys"] == ["key-1"]
+    assert out["conditions"][0]["status"] == "True" and out["conditions"][0]["reason"] == "Encrypted"
+    assert [e["reason"] for e in events] == ["EncryptionRewritten"]
+    # the next pass: the same configuration, nothing written
+    again, _ = context(text, Karmada({"Secret": [{"metadata": {"name": "s0"}}]}), {"encryption": record})
+    out2 = er.EncryptionRewrite().run(again)
+    assert not out2["changed"] and again.karmada.replaced == [] and out2["fields"]["encryption"] == record
+    # no key material in status or Events
+    key = json.loads(text)["resources"][0]["providers"][0]["secretbox"]["keys"][0]["secret"]
+    assert key not in json.dumps(out) and key not in json.dumps(events)
+
+
+def test_switching_off_rewrites_into_plain_text_and_a_failure_is_reported_not_raised():
+    on, _ = encryption.ensure(None, ON)
+    off, _ = encryption.ensure(on, {"enabled": False, "resources": ["secrets"]})
+    done = er.EncryptionRewrite().run(context(on, Karmada({"Secret": []}))[0])["fields"]["encryption"]
+    ctx, events = context(off, Karmada({"Secret": [{"metadata": {"name": "s"}}]}), {"encryption": done})
+    out = er.EncryptionRewrite().run(ctx)
+    assert out["fields"]["encryption"]["rewritten"]["writeKey"] == "" and out["conditions"][0]["reason"] == "Disabled"
+    ctx, events = context(on, Karmada({"Secret": [{"metadata": {"name": "s"}}]}, fail="etcd timeout"),
+                          {"encryption": out["fields"]["encryption"]})
+    failed = er.EncryptionRewrite().run(ctx)
+    assert failed["fields"]["encryption"]["phase"] == "Failed" and "etcd timeout" in failed["fields"]["encryption"][
+        "message"]
+    assert (failed["conditions"][0]["status"], failed["conditions"][0]["reason"]) == ("False", "RewriteFailed")
+    assert [e["reason"] for e in events] == ["EncryptionRewriteFailed"]
+
+
+# ------------------------------------------------------------------ key rotation
+
+
+def rotate(cr_status, requested="2026-12-05T10:00:00Z"):
+    enc = {"rotation": {"requestedAt": requested}} if requested else {}
+    return encryption.rotation_phase(enc, cr_status)
+
+
+def test_a_rotation_adds_a_readable_key_then_makes_it_write_then_drops_the_old_one():
+    one, _ = encryption.ensure(None, ON, random=lambda n: b"1" * n)
+    assert rotate({}) == "Adding"
+    added, reasons = encryption.ensure(one, {**ON, "rotation": "Adding"}, random=lambda n: b"2" * n)
+    assert reasons == ["rotation-adding"]
+    assert [k["name"] for k in encryption.stored_keys(added)] == ["key-1", "key-2"]  # key-1 still writes
+    # a phase done again (the pass failed after the certificates step) gives the same file
+    assert encryption.ensure(added, {**ON, "rotation": "Adding"}, random=lambda n: pytest.fail("no key"))[0] == added
+    writing, _ = encryption.ensure(added, {**ON, "rotation": "Writing"})
+    assert [k["name"] for k in encryption.stored_keys(writing)] == ["key-2", "key-1"]
+    assert encryption.ensure(writing, {**ON, "rotation": "Writing"})[0] == writing
+    dropped, _ = encryption.ensure(writing, {**ON, "rotation": "Dropping"})
+    assert [k["name"] for k in encryption.stored_keys(dropped)] == ["key-2"]
+    assert encryption.stored_keys(dropped)[0]["secret"] == base64.b64encode(b"2" * 32).decode()
+    # after it, nothing moves; a new request starts over with key-3
+    assert encryption.ensure(dropped, {**ON, "rotation": ""})[0] == dropped
+    assert encryption.rotated_keys(encryption.stored_keys(dropped), "Adding", lambda n: b"3" * n)[1]["name"] == "key-3"
+
+
+def test_the_phase_comes_from_status_and_a_new_request_waits_for_the_one_under_way():
+    record = {"rotation": {"requestedAt": "2026-12-05T10:00:00Z", "phase": "Writing"}}
+    assert rotate(record) == "Writing"
+    assert rotate(record, "2026-12-05T11:00:00Z") == "Writing"  # the new request waits
+    record["rotation"]["phase"] = "Dropping"
+    assert rotate(record) == "Dropping"
+    record["rotation"]["phase"] = "Done"
+    assert rotate(record) == "" and rotate(record, None) == ""
+    assert rotate(record, "2026-12-05T11:00:00Z") == "Adding"
+
+
+def test_the_operation_moves_a_rotation_on_after_each_phase_and_rewrites_in_the_writing_one():
+    one, _ = encryption.ensure(None, ON, random=lambda n: b"1" * n)
+    op = er.EncryptionRewrite()
+    base = op.run(context(one, Karmada({"Secret": []}))[0])["fields"]["encryption"]
+    spec = {"apiServer": {"encryption": {"rotation": {"requestedAt": "2026-12-05T10:00:00Z"}}}}
+
+    def pass_(config_text, record, phase, objects=()):
+        ctx, events = context(config_text, Karmada({"Secret": [{"metadata": {"name": n}} for n in objects]}),
+                              {"encryption": record})
+        ctx.owner["spec"] = spec
+        ctx.plan["pki"] = {"api_server": {"encryption": {**ON, "rotation": phase}}}
+        return op.run(ctx), ctx, events
+
+    cr = {"spec": spec, "status": {"encryption": base}}
+    assert op.under_way(cr) == "encryption key rotation under way (next: Adding)"
+    added, _ = encryption.ensure(one, {**ON, "rotation": "Adding"})
+    out, ctx, events = pass_(added, base, "Adding", ["s"])
+    record = out["fields"]["encryption"]
+    rotation = record["rotation"]
+    assert (rotation["phase"], rotation["oldKey"], rotation["newKey"]) == ("Writing", "key-1", "key-2")
+    assert ctx.karmada.replaced == []  # key-1 still writes: nothing to rewrite
+    assert [e["reason"] for e in events] == ["EncryptionKeyRotationAdding"]
+    assert out["conditions"][0]["reason"] == "KeyRotation"
+    assert op.under_way({"spec": spec, "status": {"encryption": record}}).endswith("(next: Writing)")
+
+    writing, _ = encryption.ensure(added, {**ON, "rotation": "Writing"})
+    out, ctx, events = pass_(writing, record, "Writing", ["s", "t"])
+    record = out["fields"]["encryption"]
+    assert ctx.karmada.replaced == [("Secret", "s"), ("Secret", "t")]
+    assert record["rewritten"]["writeKey"] == "key-2" and record["rotation"]["phase"] == "Dropping"
+    assert [e["reason"] for e in events] == ["EncryptionRewritten", "EncryptionKeyRotationWriting"]
+
+    dropped, _ = encryption.ensure(writing, {**ON, "rotation": "Dropping"})
+    out, ctx, events = pass_(dropped, record, "Dropping", ["s"])
+    record = out["fields"]["encryption"]
+    assert ctx.karmada.replaced == [] and record["keys"] == ["key-2"]
+    assert record["rotation"]["phase"] == "Done" and record["rotation"]["finishedAt"]
+    assert out["conditions"][0]["reason"] == "Encrypted"
+    assert op.under_way({"spec": spec, "status": {"encryption": record}}) == ""
+
