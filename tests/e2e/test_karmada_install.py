@@ -352,45 +352,6 @@ def test_every_secret_is_stored_encrypted_in_etcd_and_reads_back_through_karmada
     karmadactl(install, "delete", "secret", name, "-n", "default")
 
 
-def test_adding_configmaps_to_the_encrypted_resources_rewrites_every_configmap_under_the_key(install):
-    """spec.apiServer.encryption.resources gains configmaps: karmada-apiserver rolls once with the
-    new configuration, then the operator rewrites every ConfigMap, so the ones stored before in
-    plain text are ciphertext in etcd afterwards and read back unchanged."""
-    host, operator = install["host"], install["operator"]
-    marker = f"plain-{time.time_ns():x}"
-    name = f"enc-{marker}"
-    karmadactl(install, "create", "configmap", name, "-n", "default", f"--from-literal=setting={marker}")
-    before = etcd_values(host, "/registry/configmaps/")
-    assert marker.encode() in before[f"/registry/configmaps/default/{name}"]  # plain text, as configured
-    apiserver = {p["metadata"]["uid"] for p in host.get("pods", "-n", NS, "-l",
-                                                         "app.kubernetes.io/name=karmada-apiserver")["items"]}
-    host.kubectl("patch", "karmadadeployment", "karmada", "-n", NS, "--type=merge",
-                 "-p", '{"spec":{"apiServer":{"encryption":{"resources":["secrets","configmaps"]}}}}')
-    generation = kd(host)["metadata"]["generation"]
-
-    def rewritten():
-        obj = kd(host)
-        done = ((obj.get("status") or {}).get("encryption") or {}).get("rewritten") or {}
-        return obj if (obj["status"].get("observedGeneration") == generation
-                       and "configmaps" in (done.get("resources") or [])
-                       and condition(obj, "Ready").get("status") == "True") else None
-
-    obj = wait_for(rewritten, 600, "the ConfigMaps rewritten under the key", operator)
-    after = etcd_values(host, "/registry/configmaps/")
-    print(f"\n{obj['status']['encryption']['message']}; {len(after)} ConfigMaps in etcd")
-    assert all(v.startswith(ENCRYPTED) for v in after.values()), [k for k, v in after.items()
-                                                                  if not v.startswith(ENCRYPTED)]
-    assert marker.encode() not in after[f"/registry/configmaps/default/{name}"]
-    read = json.loads(karmadactl(install, "get", "configmap", name, "-n", "default", "-o", "json").stdout)
-    assert read["data"] == {"setting": marker}
-    assert obj["status"]["encryption"]["rewritten"]["objects"] >= len(before)
-    now = {p["metadata"]["uid"] for p in host.get("pods", "-n", NS, "-l",
-                                                  "app.kubernetes.io/name=karmada-apiserver")["items"]
-           if not p["metadata"].get("deletionTimestamp")}
-    assert len(now) == 1 and not now & apiserver  # rolled, once: one new pod
-    karmadactl(install, "delete", "configmap", name, "-n", "default")
-
-
 def test_admin_kubeconfig_goes_through_the_external_balancer(install):
     conf_path = karmada_kubeconfig(install, via_service=False)
     conf = yaml.safe_load(conf_path.read_text())
