@@ -90,12 +90,21 @@ def rotated_keys(keys: list[dict[str, str]], phase: str,
 def stored_keys(text: str | None) -> list[dict[str, str]]:
     """The secretbox keys of a stored configuration, in its order (the first one writes when on);
     [] when there is none or it cannot be read."""
+    return _keys(_parse(text))
+
+
+def _parse(text: str | bytes | None) -> dict[str, Any]:
+    """A stored configuration ({} when there is none or it is not JSON)."""
     if not text:
-        return []
+        return {}
     try:
         doc = json.loads(text)
     except ValueError:
-        return []
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _keys(doc: Mapping[str, Any]) -> list[dict[str, str]]:
     for entry in doc.get("resources") or []:
         for provider in entry.get("providers") or []:
             keys = (provider.get(PROVIDER) or {}).get("keys")
@@ -148,32 +157,25 @@ def ensure(existing: str | None, spec: Mapping[str, Any],
 
 def write_key(text: str | None) -> str:
     """The name of the key that encrypts new writes ("" when encryption is off or there is none)."""
-    if not text:
-        return ""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return ""
-    providers = ((doc.get("resources") or [{}])[0]).get("providers") or []
-    first = providers[0] if providers else {}
-    keys = (first.get(PROVIDER) or {}).get("keys") or []
-    return str(keys[0]["name"]) if keys else ""
+    said = _describe(_parse(text))
+    return said["writeKey"] if said and said["enabled"] else ""
 
 
 def read(data: str | None) -> dict[str, Any] | None:
     """What a stored configuration says (``data``: the Secret's base64 value): ``enabled`` (a key
     writes), ``writeKey`` (the first key), ``keys`` (names, in order) and ``resources``; None when
     there is none or it cannot be read."""
-    if not data:
-        return None
     try:
-        doc = json.loads(base64.b64decode(data))
-        entry = (doc.get("resources") or [])[0]
-        providers = entry.get("providers") or []
-    except (ValueError, TypeError, IndexError, AttributeError):
+        return _describe(_parse(base64.b64decode(data))) if data else None
+    except ValueError:
         return None
-    keys = [k["name"] for k in stored_keys(json.dumps(doc))]
+
+
+def _describe(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    keys = [k["name"] for k in _keys(doc)]
     if not keys:
         return None
+    entry = (doc.get("resources") or [{}])[0]
+    providers = entry.get("providers") or []
     return {"enabled": PROVIDER in (providers[0] if providers else {}), "writeKey": keys[0], "keys": keys,
             "resources": list(entry.get("resources") or [])}
