@@ -53,7 +53,8 @@ LABEL_KEY = rf"^({DNS1123_SUBDOMAIN[1:-1]}/)?{_LABEL_NAME}$"
 LABEL_KEY_PREFIX_SIZE = r"^([^/]{1,253}/)?[^/]+$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 # Labels the operator sets on everything it makes and selects its objects by.
-RESERVED_LABELS = ["app.kubernetes.io/instance", "app.kubernetes.io/name", "app.kubernetes.io/managed-by"]
+RESERVED_LABELS = ["app.kubernetes.io/instance", "app.kubernetes.io/name", "app.kubernetes.io/managed-by",
+                   "operator.karmada.io/karmadadeployment-uid"]
 
 # Host directories etcd's HostPath storage may not use: the directory and everything below it...
 SYSTEM_SUBTREES = ["proc", "sys", "dev", "etc", "boot", "run", "var/run", "bin", "sbin", "lib", "lib64", "usr"]

@@ -31,9 +31,9 @@ export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
 DEFAULT_COMPONENTS="etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet
 kube-proxy kwok coredns ansible-operator pause karmada-aggregated-apiserver
 karmada-controller-manager karmada-scheduler karmada-webhook karmada-agent karmada-descheduler
-karmada-search karmada-metrics-adapter versitygw"
+karmada-search karmada-metrics-adapter versitygw karmada-operator"
 # Built only on request (benchmarks, bundle validation, OLM on the test bed).
-ON_DEMAND="operator-sdk karmadactl karmada-operator bundle-validate olm olm-catalog olm-package-server
+ON_DEMAND="operator-sdk karmadactl bundle-validate olm olm-catalog olm-package-server
 olm-copy-content olm-cpb opm grpc-health-probe"
 
 log() { printf '[testenv-bin] %s\n' "$*" >&2; }

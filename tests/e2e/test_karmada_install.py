@@ -10,7 +10,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import shutil
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -369,13 +371,108 @@ def test_admin_kubeconfig_goes_through_the_external_balancer(install):
         proxy.stop()
 
 
+# --- beside Karmada's own operator (docs/security.md, "Coexistence") ---------------------------
+
+KC = "kc"  # where Karmada's operator installs its Karmada named "karmada"
+THEIR_KINDS = "deployments,statefulsets,services,secrets,configmaps,persistentvolumeclaims,poddisruptionbudgets"
+
+
+def their_objects(host: HostCluster) -> dict[str, tuple[str, str]]:
+    """Every object in KC but pods and Events: "kind/name" -> (uid, resourceVersion)."""
+    return {f"{o['kind']}/{o['metadata']['name']}": (o["metadata"]["uid"], o["metadata"]["resourceVersion"])
+            for o in host.get(THEIR_KINDS, "-n", KC)["items"]}
+
+
+@pytest.fixture(scope="module")
+def karmadas_operator(install, bin_path, tmp_path_factory):
+    """Karmada's Go operator (the pinned module's operator/cmd/operator, as the install benchmark
+    runs it) with its Karmada "karmada" Ready in namespace KC, 1 etcd member (its headless
+    Service keeps 3 from finding each other), on the images the test bed put on the node. It
+    stays for the tests after the coexistence test (their full passes run beside it)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import karmada_operator_baseline as theirs  # noqa: PLC0415 - shared with bench_install.py
+
+    host, work = install["host"], tmp_path_factory.mktemp("karmadas-operator")
+    versions = dict(line.split("=", 1) for line in (ROOT / "hack/versions.env").read_text().splitlines()
+                    if "=" in line and not line.startswith("#"))
+    crd = theirs.crd_file(versions["KARMADA_VERSION"])
+    host.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
+    crds_established(host.kubectl, [theirs.KARMADA_CRD])
+    host.kubectl("create", "namespace", KC, check=False)
+    made_data_dir = not theirs.DATA_DIR.exists()
+    operator = theirs.KarmadaOperatorProcess(Path(bin_path("karmada-operator")), host.kubeconfig, work)
+    try:
+        images = theirs.required_images(versions["KARMADA_VERSION"], versions["KUBERNETES_VERSION"],
+                                        versions["ETCD_IMAGE_TAG"])
+        cr = theirs.karmada_cr("karmada", KC, install["crds"].url, images, etcd_replicas=1)
+        start = time.monotonic()
+        host.kubectl("apply", "-f", "-", input=json.dumps(cr))
+        waiting.wait_for(lambda: operator.running() and condition(
+            host.get("karmadas.operator.karmada.io", "karmada", "-n", KC), "Ready").get("status") == "True",
+            600, "Karmada's operator's Karmada Ready", operator.log_tail, interval=2)
+        print(f"\nKarmada's operator: its Karmada Ready in {time.monotonic() - start:.0f} s")
+        yield {"operator": operator}
+    finally:
+        host.kubectl("delete", "karmadas.operator.karmada.io", "--all", "-n", KC, "--wait=false", check=False)
+        theirs.wait_until(lambda: not host.get("karmadas.operator.karmada.io", "-n", KC)["items"], 300, 2)
+        operator.stop()
+        host.kubectl("delete", "namespace", KC, "--wait=false", check=False)
+        host.kubectl("delete", "crd", theirs.KARMADA_CRD, check=False)
+        if made_data_dir:
+            shutil.rmtree(theirs.DATA_DIR, ignore_errors=True)
+
+
+def test_beside_karmadas_own_operator_a_taken_name_is_a_name_conflict_and_nothing_of_theirs_is_touched(
+        install, karmadas_operator):
+    """Karmada's operator's Karmada "karmada" in KC; our KarmadaDeployment "karmada" in KC wants
+    the same names: Ready False, reason NameConflict, naming them, and not one object of theirs
+    changes (UID and resourceVersion, PVCs and Secrets included), while we create nothing there;
+    deleting ours leaves them all. `kubectl get karmada` lists theirs: the short name is not ours."""
+    host, operator = install["host"], install["operator"]
+    before = their_objects(host)
+    assert {"Deployment/karmada-apiserver", "StatefulSet/karmada-etcd", "Service/karmada-etcd-client",
+            "PersistentVolumeClaim/etcd-data-karmada-etcd-0"} <= set(before), sorted(before)
+
+    ours = {"apiVersion": "operator.karmada.io/v1alpha1", "kind": "KarmadaDeployment",
+            "metadata": {"name": "karmada", "namespace": KC},
+            "spec": {"crds": {"url": install["crds"].url, "sha256": install["crds"].sha256},
+                     "etcd": {"local": {"replicas": 1}}}}
+    host.kubectl("apply", "-f", "-", input=json.dumps(ours))
+    ready = wait_for(lambda: (c := condition(host.get("karmadadeployment", "karmada", "-n", KC), "Ready"))
+                     .get("reason") == "NameConflict" and c, 300, "Ready False, NameConflict", operator)
+    print(f"\nours in {KC}: Ready={ready['status']} {ready['reason']}: {ready['message'][:400]}")
+    assert ready["status"] == "False"
+    for taken in ("Deployment kc/karmada-apiserver", "StatefulSet kc/karmada-etcd", "Service kc/karmada-etcd-client",
+                  "Deployment kc/karmada-controller-manager"):
+        assert taken in ready["message"], taken
+    uid = host.get("karmadadeployment", "karmada", "-n", KC)["metadata"]["uid"]
+    assert not host.get(THEIR_KINDS, "-n", KC, "-l", f"operator.karmada.io/karmadadeployment-uid={uid}")["items"]
+    assert their_objects(host) == before
+
+    listed = host.kubectl("get", "karmada", "-n", KC).stdout
+    print(f"kubectl get karmada -n {KC}:\n{listed}")
+    assert listed.split("\n")[1].split()[0] == "karmada" and "READY" in listed.split("\n")[0]
+    assert host.kubectl("get", "karmadas.operator.karmada.io", "-n", KC, "-o", "name").stdout.strip() == \
+        "karmada.operator.karmada.io/karmada"
+    assert host.kubectl("get", "kd", "-n", KC, "-o", "name").stdout.strip() == \
+        "karmadadeployment.operator.karmada.io/karmada"
+
+    # deleting ours (deletionPolicy Delete: workloads, etcd volumes, Secrets) leaves theirs whole
+    assert karmada_e2e.delete_karmada(host, KC, "karmada", timeout=300)
+    after = their_objects(host)
+    assert after == before, {k: (before.get(k), after.get(k)) for k in set(before) | set(after)
+                             if before.get(k) != after.get(k)}
+    assert condition(host.get("karmadas.operator.karmada.io", "karmada", "-n", KC), "Ready").get("status") == "True"
+    print(f"{len(before)} objects of theirs unchanged (UID and resourceVersion) after ours reported and went")
+
+
 def pod_uids(host: HostCluster) -> dict[str, str]:
     """Every pod of the control plane (components and etcd), name -> uid."""
     pods = host.get("pods", "-n", NS, "-l", "app.kubernetes.io/instance=karmada")["items"]
     return {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
 
 
-def test_second_reconcile_changes_nothing(install):
+def test_second_reconcile_changes_nothing(install, karmadas_operator):
     """Both ways a reconcile with nothing to do can go: the fast path (a dependent object
     touched: the run ends after one check) and the full pass (asked for by annotation: every
     step runs). Neither changes a task, and no pod of the control plane is replaced."""
@@ -407,7 +504,7 @@ def test_second_reconcile_changes_nothing(install):
     assert pod_uids(host) == uids
 
 
-def test_deleted_objects_come_back(install):
+def test_deleted_objects_come_back(install, karmadas_operator):
     host, operator = install["host"], install["operator"]
     uid = host.get("deployment", "karmada-scheduler", "-n", NS)["metadata"]["uid"]
     host.kubectl("delete", "deployment", "karmada-scheduler", "-n", NS)

@@ -395,7 +395,7 @@ def test_pull_member_with_its_agent_inside_runs_real_pods(fleet: Deployment):
     assert clusters(fleet)["host"]["spec"]["syncMode"] == "Pull"
     # joining did not take over the member's existing karmada-system namespace
     labels = host.get("namespace", "karmada-system")["metadata"].get("labels", {})
-    assert labels.get("app.kubernetes.io/managed-by") != "karmada-operator", labels
+    assert labels.get("app.kubernetes.io/managed-by") not in ("karmadadeployment-operator", "karmada-operator"), labels
 
     fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all(sleeper(host.busybox_image)))
 

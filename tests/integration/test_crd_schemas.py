@@ -92,7 +92,8 @@ def _set(obj: dict, path: str, value) -> None:
 
 
 _DELETE = object()
-RESERVED = ["app.kubernetes.io/instance", "app.kubernetes.io/name", "app.kubernetes.io/managed-by"]
+RESERVED = ["app.kubernetes.io/instance", "app.kubernetes.io/name", "app.kubernetes.io/managed-by",
+            "operator.karmada.io/karmadadeployment-uid"]
 
 # (id, kind, {path: value}, substrings the user must see)
 BROKEN = [

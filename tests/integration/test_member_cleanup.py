@@ -72,7 +72,7 @@ def test_unjoin_removes_only_what_the_join_made(member):
     system = json.loads(server.kubectl("get", "namespace", "karmada-system", "-o", "json").stdout)
     assert system["metadata"]["labels"] == {"team": "platform", "kubernetes.io/metadata.name": "karmada-system"}
     created = json.loads(server.kubectl("get", "namespace", "karmada-cluster", "-o", "json").stdout)
-    assert created["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "karmada-operator"
+    assert created["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "karmadadeployment-operator"
     assert {"karmada-agent", "karmada-impersonator", "karmada-m1"} <= (
         names(server, "serviceaccounts", "-n", "karmada-system") | names(server, "serviceaccounts", "-n",
                                                                            "karmada-cluster"))

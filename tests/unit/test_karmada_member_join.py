@@ -18,7 +18,7 @@ def test_push_cluster_object_carries_the_spec():
                          taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
     obj = mj.cluster_object(spec, "https://10.0.0.1:6443", "uid-1", push=True, proxy_url="http://proxy:3128")
     assert obj["metadata"] == {"name": "m1", "labels": {"env": "prod", "app.kubernetes.io/managed-by":
-                                                        "karmada-operator"}}
+                                                        "karmadadeployment-operator"}}
     assert obj["spec"] == {
         "syncMode": "Push", "apiEndpoint": "https://10.0.0.1:6443", "id": "uid-1", "proxyURL": "http://proxy:3128",
         "secretRef": {"namespace": "karmada-cluster", "name": "m1"},

@@ -34,6 +34,7 @@ from karmada_operator.backup import schedule as eb_schedule
 from karmada_operator.backup import status as eb_status
 from karmada_operator.etcd import lease as eb_lease
 from karmada_operator.kube import conditions as k8s_conditions
+from karmada_operator.kube import ownership
 from karmada_operator.kube.client import Kube, KubeError, owner_reference
 from karmada_operator.plan.upgrade import PRE_UPGRADE_ANNOTATION
 from karmada_operator.runtime.cr_pass import COMMON_ARGS, Outcome
@@ -78,7 +79,7 @@ def job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] |
     """
     backup = plan["backup"]
     labels = {LABEL_BACKUP: backup["name"], "app.kubernetes.io/name": "etcd-backup",
-              "app.kubernetes.io/managed-by": "karmada-operator",
+              ownership.MANAGED_BY_LABEL: ownership.MANAGED_BY,
               "app.kubernetes.io/instance": plan["source"]["name"]}
     volumes = [_secret_volume("etcd-tls", plan["etcd"]["tls"]), {"name": "staging", "emptyDir": {}}]
     mounts = [{"name": "etcd-tls", "mountPath": plan["etcd"]["tls"]["mountPath"], "readOnly": True},

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.backup import runner as eb_runner
 from karmada_operator.backup.restore_plan import RestorePlanError, plan_restore
+from karmada_operator.kube import ownership
 from karmada_operator.kube.client import owner_reference
 from karmada_operator.plan import plan as karmada_plan
 
@@ -214,7 +215,7 @@ def job_manifest(plan: Mapping[str, Any], member: Mapping[str, Any], image: str,
     volume belongs to etcd, which runs as root), every capability dropped, no token."""
     ns = plan["restore"]["namespace"]
     labels = {LABEL_RESTORE: plan["restore"]["name"], "app.kubernetes.io/name": "etcd-restore",
-              "app.kubernetes.io/managed-by": "karmada-operator", "app.kubernetes.io/instance": plan["target"]["name"]}
+              ownership.MANAGED_BY_LABEL: ownership.MANAGED_BY, "app.kubernetes.io/instance": plan["target"]["name"]}
     volumes: list[dict[str, Any]] = [
         {"name": "member", "persistentVolumeClaim": {"claimName": member["pvc"]}},
         {"name": "staging", "emptyDir": {}},

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from karmada_operator.kube import ownership
 from karmada_operator.kube.client import Kube, KubeError
 
 LEASE_DURATION_SECONDS = 3600  # how long a run may hold the lock before others may take it
@@ -136,7 +137,7 @@ def take(kube: Kube, lock: Mapping[str, str], holder: str, now: datetime,
         return decision
     body = {"apiVersion": LEASE_API, "kind": "Lease",
             "metadata": {"name": lock["name"], "namespace": lock["namespace"],
-                         "labels": {"app.kubernetes.io/managed-by": "karmada-operator"}},
+                         "labels": {ownership.MANAGED_BY_LABEL: ownership.MANAGED_BY}},
             "spec": lease_spec(holder, now, duration_seconds, previous=lease)}
     try:
         if lease is None:

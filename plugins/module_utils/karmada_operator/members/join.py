@@ -45,7 +45,7 @@ from typing import Any
 import yaml
 
 from karmada_operator import components as karmada_components
-from karmada_operator.kube import pod_security
+from karmada_operator.kube import ownership, pod_security
 from karmada_operator.kube.client import (
     Kube,
     KubeConfigError,
@@ -60,7 +60,7 @@ CLUSTER_API = "cluster.karmada.io/v1alpha1"
 WORK_API = "work.karmada.io/v1alpha1"
 CLUSTER_NAMESPACE = "karmada-cluster"  # Karmada's default for member credentials, on both sides
 AGENT_NAMESPACE = "karmada-system"  # where karmada-agent runs in a member
-MANAGED_BY = {"app.kubernetes.io/managed-by": "karmada-operator"}
+MANAGED_BY = {ownership.MANAGED_BY_LABEL: ownership.MANAGED_BY}
 MEMBER_LABEL = "operator.karmada.io/member"
 AGENT_USER_PREFIX = "system:karmada:agent:"
 AGENT_GROUP = "system:karmada:agents"
@@ -505,12 +505,14 @@ class Joiner:
             self.result.changes.append(f"{where}: deleted {obj['kind']} {meta['name']}")
 
     def _delete_ours(self, kube: Kube, obj: dict, where: str) -> None:
-        """Delete ``obj`` only if this operator made it (its managed-by label): a well-known name
-        (karmada-agent, karmada-system) in a member may belong to someone else."""
+        """Delete ``obj`` only if this operator made it (its managed-by label, today's value or the
+        one it used before): a well-known name (karmada-agent, karmada-system) in a member may
+        belong to someone else."""
         meta = obj["metadata"]
         current = kube.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
         labels = ((current or {}).get("metadata") or {}).get("labels") or {}
-        if current is not None and all(labels.get(k) == v for k, v in MANAGED_BY.items()):
+        if current is not None and labels.get(ownership.MANAGED_BY_LABEL) in (ownership.MANAGED_BY,
+                                                                             ownership.LEGACY_MANAGED_BY):
             self._delete(kube, obj, where)
 
     def _until(self, check: Callable[[], Any], timeout: float) -> Any:

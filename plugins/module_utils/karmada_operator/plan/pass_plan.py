@@ -52,7 +52,8 @@ def control_plane_steps(upgrade: Mapping[str, Any], reverse: bool, rotation: Map
                         after: Mapping[str, list[dict]] | None = None) -> list[dict]:
     """The ordered steps of a full pass.
 
-    Forward: certificates (the admin kubeconfig Secret with them), etcd, karmada-apiserver,
+    First the ownership check (nothing is written while a name is someone else's). Forward:
+    certificates (the admin kubeconfig Secret with them), etcd, karmada-apiserver,
     karmada-aggregated-apiserver,
     Karmada's CRDs and system objects, the other components (the registry's order), then
     karmada-apiserver again when only its certificates changed (it restarts last), the Dropping
@@ -63,7 +64,9 @@ def control_plane_steps(upgrade: Mapping[str, Any], reverse: bool, rotation: Map
     apiserver, the older CRDs, karmada-apiserver; a component never runs against a newer one it
     was not built for.
     """
-    steps = [step("pre-upgrade-backup", "upgrade_backup")] if upgrade else []
+    # first: every name the pass needs is free or this KarmadaDeployment's (NameConflict otherwise)
+    steps = [step("ownership")]
+    steps += [step("pre-upgrade-backup", "upgrade_backup")] if upgrade else []
     steps += [step("pki"), step("etcd"), *(after or {}).get("etcd", [])]
     if reverse:
         steps += [step("apiserver-connect", "apiserver_connect"),

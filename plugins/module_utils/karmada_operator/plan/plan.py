@@ -16,7 +16,7 @@ from typing import Any
 
 from karmada_operator import components as karmada_components
 from karmada_operator.etcd import defragmentation
-from karmada_operator.kube import pod_security
+from karmada_operator.kube import ownership, pod_security
 from karmada_operator.pki import encryption as karmada_encryption
 from karmada_operator.plan import audit as karmada_audit
 
@@ -193,12 +193,11 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
         "adminKubeconfigSecret": f"{name}-admin-kubeconfig",
         "auditPolicy": f"{name}-audit-policy",
     }
-    labels = {
-        "app.kubernetes.io/part-of": "karmada",
-        "app.kubernetes.io/instance": name,
-        "app.kubernetes.io/managed-by": "karmada-operator",
-    }
-    labels.update(glob.get("labels") or {})
+    # ours alone, the UID among them (kube/ownership.py: what is this KarmadaDeployment's)
+    # (app.kubernetes.io/part-of is the user's to change; the others are refused by the schema)
+    labels = ownership.labels(name, meta.get("uid") or "")
+    labels.update({k: v for k, v in (glob.get("labels") or {}).items()
+                   if k not in labels or k == ownership.PART_OF_LABEL})
     annotations = dict(glob.get("annotations") or {})
 
     etcd = _etcd_plan(spec, name, ns, domain, kube_registry, names)
@@ -272,6 +271,35 @@ def build_plan(cr: dict[str, Any]) -> dict[str, Any]:
                          + [{"kind": "Deployment", "name": c["name"]} for c in plan["components"]])
     plan["controlPlaneHash"] = control_plane_hash(plan)
     return plan
+
+
+def host_objects(plan: dict[str, Any]) -> list[dict[str, str]]:
+    """Every object a full pass of ``plan`` makes in its namespace on the host cluster (apiVersion,
+    kind, name): what the ownership step checks before the pass writes anything
+    (tasks/karmada_ownership.py). The templates make the same (tests/unit/test_ownership.py)."""
+    names = plan["names"]
+
+    def obj(api_version: str, kind: str, name: str) -> dict[str, str]:
+        return {"apiVersion": api_version, "kind": kind, "name": name}
+
+    out = [obj("v1", "Secret", names[key])
+           for key in ("pkiSecret", "etcdPkiSecret", "kubeconfigSecret", "adminKubeconfigSecret")]
+    etcd = plan["etcd"]
+    if etcd["mode"] == "local":
+        out += [obj("apps/v1", "StatefulSet", names["etcd"]), obj("v1", "Service", names["etcdPeerService"]),
+                obj("v1", "Service", names["etcdClientService"]),
+                obj("policy/v1", "PodDisruptionBudget", names["etcd"]), obj("v1", "ConfigMap", names["etcdBootstrap"])]
+        if etcd["storage"]["type"] == "PersistentVolumeClaim":
+            # the StatefulSet takes any claim of these names it finds: someone else's data
+            out += [obj("v1", "PersistentVolumeClaim", f"data-{names['etcd']}-{i}") for i in range(etcd["replicas"])]
+    api = plan["apiserver"]
+    out += [obj("v1", "ConfigMap", plan["audit"]["configMap"]["name"]), obj("v1", "Service", api["name"]),
+            obj("policy/v1", "PodDisruptionBudget", api["name"]), obj("apps/v1", "Deployment", api["name"])]
+    for comp in plan["components"]:
+        if comp["service"]:
+            out.append(obj("v1", "Service", comp["service"]))
+        out += [obj("policy/v1", "PodDisruptionBudget", comp["name"]), obj("apps/v1", "Deployment", comp["name"])]
+    return out
 
 
 def control_plane_hash(plan: dict[str, Any]) -> str:

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from karmada_operator.kube import ownership
+
 # On the EtcdBackup an upgrade takes: "<from> to <to>". The backup controller lets it run while
 # the KarmadaDeployment's new generation is not applied yet (the upgrade waits for it before
 # it changes anything).
@@ -240,7 +242,7 @@ def pre_upgrade_backup(cr: Mapping[str, Any], backups: Sequence[Mapping[str, Any
                                                          str(record.get("startTime") or "")),
                          "namespace": namespace,
                          "labels": {"app.kubernetes.io/instance": name,
-                                    "app.kubernetes.io/managed-by": "karmada-operator"},
+                                    ownership.MANAGED_BY_LABEL: ownership.MANAGED_BY},
                          "annotations": {PRE_UPGRADE_ANNOTATION: f"{record.get('fromVersion')} to "
                                                                  f"{record.get('toVersion')}",
                                          "operator.karmada.io/store-from": source["metadata"]["name"]}},
