@@ -29,7 +29,9 @@ export KO_CACHE
 LOCALBIN ?= $(KO_CACHE)/links
 VENV ?= $(KO_CACHE)/venv
 PY := $(VENV)/bin/python
-KUBECTL ?= $(LOCALBIN)/kubectl
+# The pinned kubectl when the test bed's binaries are built, else the machine's own (`make install
+# deploy` on a machine with only kubectl: README "Use it on your own cluster").
+KUBECTL ?= $(or $(wildcard $(LOCALBIN)/kubectl),kubectl)
 KUSTOMIZE ?= $(KUBECTL) kustomize
 OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk
 ANSIBLE_OPERATOR ?= $(LOCALBIN)/ansible-operator
@@ -84,6 +86,7 @@ bench: setup testenv-bin testenv-bin-previous ## Benchmarks; print figures and a
 .PHONY: testenv-bin
 testenv-bin: ## Build the pinned binaries into $(KO_CACHE)/bin, Karmada's e2e suite too (skips what is there; KO_PREBUILT_BIN to reuse).
 	@hack/testenv/build-bins.sh $(COMPONENTS)
+	@hack/testenv/fetch-manifests.sh
 	@hack/karmada-e2e/build.sh
 
 .PHONY: testenv-bin-previous

@@ -10,6 +10,7 @@ Karmada and joins a member cluster, all from inside the cluster.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,7 +30,10 @@ pytestmark = pytest.mark.e2e
 IMAGE = karmada_e2e.OPERATOR_IMAGE
 NS = "karmada-system"
 NAME = "incluster"
-SCRAPER = "karmada-operator-test-metrics-scraper"
+SCRAPER = "metrics-scraper"  # the ServiceAccount config/prometheus's binding is pointed at
+ROOT = Path(__file__).resolve().parents[2]
+MONITOR_CRD = (Path(os.environ.get("KO_CACHE", Path.home() / ".cache" / "karmada-operator")) / "manifests"
+               / "monitoring.coreos.com_servicemonitors.yaml")  # hack/testenv/fetch-manifests.sh
 AUDIT_SINK = "audit-sink"
 # This Karmada's audit log: the File target rotated at 1 MB keeping one old file, a webhook on
 # this machine, and a policy of the test's own that logs ConfigMaps with their bodies (so one
@@ -113,7 +117,8 @@ def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], 
             host_cluster.kubectl("describe", "pods", "-n", op_ns, check=False).stdout[-3000:] + operator.log_tail())
         # Pods reach the node's address, not this machine's loopback.
         crds = serve(host=host_cluster.node_ip)
-        cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256, member_clusters[:1])
+        # the minimal sample (spec: {}), with what the test bed needs: its CRDs, one etcd member
+        cr = karmada_e2e.sample_for_test_bed(NAME, crds.url, crds.sha256, member_clusters[:1], minimal=True)
         sink = AuditSink(host_cluster.node_ip)
         host_cluster.kubectl("create", "secret", "generic", AUDIT_SINK, "-n", NS,
                              f"--from-literal=kubeconfig={sink.kubeconfig()}")
@@ -135,7 +140,9 @@ def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], 
               f"(rc={gone.returncode})")
         host_cluster.kubectl("delete", "deployment", op_name, "-n", op_ns, "--timeout=120s", check=False,
                              timeout=150)
-        host_cluster.kubectl("delete", "clusterrolebinding", SCRAPER, check=False)
+        host_cluster.kubectl("delete", "clusterrolebinding", "karmada-operator-prometheus-metrics-reader",
+                             check=False)
+        host_cluster.kubectl("delete", "crd", "servicemonitors.monitoring.coreos.com", check=False)
         host_cluster.kubectl("delete", "secret", AUDIT_SINK, "-n", NS, check=False)
         host_cluster.kubectl("delete", "namespace", op_ns, "--wait=false", check=False)
         if crds is not None:
@@ -237,16 +244,32 @@ def scrape(url: str, token: str | None = None) -> requests.Response:
 
 def test_operator_metrics_answer_only_a_caller_allowed_to_read_them(in_cluster):
     """--metrics-secure and --metrics-require-rbac: no token 401, a token without the
-    metrics-reader role 403, a ServiceAccount bound to it 200 with the controller's metrics."""
+    metrics-reader role 403, a ServiceAccount bound to it 200 with the controller's metrics. The
+    scrape is the one config/prometheus describes, applied with the Prometheus Operator's own
+    ServiceMonitor CRD: the Service its selector picks, the endpoint behind its named port, its
+    scheme and path, and its ClusterRoleBinding (pointed at our scraper) granting the read."""
     host = in_cluster["fleet"].host
     ns = in_cluster["operator_ns"]
-    pod = host.get("pods", "-n", ns)["items"][0]
-    url = f"https://{pod['status']['podIP']}:8443/metrics"
-    host.kubectl("create", "serviceaccount", "metrics-scraper", "-n", ns)
+    host.kubectl("apply", "--server-side", "-f", str(MONITOR_CRD))
+    crds_established(host.kubectl, ["servicemonitors.monitoring.coreos.com"])
+    docs = [d for d in yaml.safe_load_all(host.kubectl("kustomize", str(ROOT / "config/prometheus")).stdout) if d]
+    for d in docs:
+        if d["kind"] == "ClusterRoleBinding":
+            d["subjects"] = [{"kind": "ServiceAccount", "name": SCRAPER, "namespace": ns}]
+    host.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+    monitor = host.get("servicemonitors.monitoring.coreos.com", "-n", ns)["items"][0]["spec"]
+    endpoint = monitor["endpoints"][0]
+    service = host.get("services", "-n", ns, "-l", ",".join(f"{k}={v}" for k, v in
+                                                            monitor["selector"]["matchLabels"].items()))["items"][0]
+    port = next(p for p in service["spec"]["ports"] if p["name"] == endpoint["port"])
+    ready = [e for s in host.get("endpointslices", "-n", ns, "-l",
+                                 f"kubernetes.io/service-name={service['metadata']['name']}")["items"]
+             for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready")]
+    assert len(ready) == 1, ready
+    url = f"{endpoint['scheme']}://{ready[0]['addresses'][0]}:{port['targetPort']}{endpoint['path']}"
+    host.kubectl("create", "serviceaccount", SCRAPER, "-n", ns)
     host.kubectl("create", "serviceaccount", "no-metrics", "-n", ns)
-    host.kubectl("create", "clusterrolebinding", SCRAPER, f"--clusterrole={in_cluster['metrics_reader']}",
-                 f"--serviceaccount={ns}:metrics-scraper")
-    allowed = host.kubectl("create", "token", "metrics-scraper", "-n", ns).stdout.strip()
+    allowed = host.kubectl("create", "token", SCRAPER, "-n", ns).stdout.strip()
     other = host.kubectl("create", "token", "no-metrics", "-n", ns).stdout.strip()
     anonymous, refused = scrape(url), scrape(url, other)
     print(f"\n{url}: no token {anonymous.status_code}, a token without the role {refused.status_code}")

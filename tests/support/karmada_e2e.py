@@ -232,15 +232,18 @@ def operator_kubeconfig(host: HostCluster, work: Path) -> Path:
     return path
 
 
-def sample() -> dict:
-    return yaml.safe_load((ROOT / "config/samples/operator_v1alpha1_karmadadeployment.yaml").read_text())
+def sample(minimal: bool = False) -> dict:
+    """config/samples' KarmadaDeployment: the full one, or the minimal one (``spec: {}``)."""
+    suffix = "_minimal" if minimal else ""
+    return yaml.safe_load((ROOT / f"config/samples/operator_v1alpha1_karmadadeployment{suffix}.yaml").read_text())
 
 
-def sample_for_test_bed(name: str, crds_url: str, crds_sha256: str, members: Sequence[MemberCluster] = ()) -> dict:
-    """The sample KarmadaDeployment sized for the test bed: Karmada's CRDs from this machine
-    (karmada_crds_server), one etcd member on an emptyDir, one karmada-apiserver, ECDSA keys,
-    and the given members (none: the sample's need member clusters)."""
-    cr = sample()
+def sample_for_test_bed(name: str, crds_url: str, crds_sha256: str, members: Sequence[MemberCluster] = (),
+                        minimal: bool = False) -> dict:
+    """The sample KarmadaDeployment (``minimal``: the minimal one) sized for the test bed: Karmada's
+    CRDs from this machine (karmada_crds_server), one etcd member on an emptyDir, one
+    karmada-apiserver, ECDSA keys, and the given members (none: the sample's need member clusters)."""
+    cr = sample(minimal)
     cr["metadata"]["name"] = name
     cr["spec"].update({"crds": {"url": crds_url, "sha256": crds_sha256},
                        "etcd": {"local": {"replicas": 1, "storage": {"type": "EmptyDir"}}},

@@ -392,13 +392,12 @@ def parse_spec(data: Mapping[str, Any]) -> PkiSpec:
 
 
 def _encryption_settings(api: Mapping[str, Any]) -> dict[str, Any] | None:
-    """apiServer.encryption as the plan made it (encryption.settings: enabled, resources, rotation)."""
+    """apiServer.encryption as the plan made it (encryption.settings: enabled, resources, rotation;
+    the plan and the CRD have refused a list without secrets)."""
     enc = api.get("encryption")
     if enc is None:
         return None
     resources = list(enc.get("resources") or encryption.DEFAULT_RESOURCES)
-    if "secrets" not in resources:
-        raise PkiInputError("apiServer.encryption.resources", "must include secrets")
     rotation = str(enc.get("rotation") or "")
     if rotation and rotation not in encryption.ROTATION_PHASES:
         raise PkiInputError("apiServer.encryption.rotation", f"unknown phase {rotation!r}")
