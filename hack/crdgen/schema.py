@@ -20,6 +20,7 @@ if _MODULE_UTILS not in sys.path:
 from karmada_operator import components as registry
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.etcd import defragmentation
+from karmada_operator.etcd import space as etcd_space
 from karmada_operator.pki import encryption as karmada_encryption
 from karmada_operator.pki import pki
 from karmada_operator.plan import audit as karmada_audit
@@ -377,6 +378,21 @@ def defragmentation_schema() -> Schema:
     )
 
 
+def quota_schema() -> Schema:
+    field = etcd_space.FIELD
+    base = quantity_or_int(
+        "etcd's space quota (--quota-backend-bytes; bytes, or a quantity such as 4Gi), 16Mi to 8Gi, at most half "
+        "of storage.size on a claim (a defragmentation writes a copy of the data beside the file). Default: half "
+        f"the claim, at most {etcd_space.DEFAULT_QUOTA}; {etcd_space.ETCD_DEFAULT_QUOTA} (etcd's own) on an "
+        f"emptyDir or host path. At {etcd_space.LOW_PERCENT} % the EtcdSpaceLow condition turns True; when etcd "
+        "raises NOSPACE the operator compacts, defragments every member and disarms the alarm (docs/etcd.md). "
+        "A change rolls etcd one member at a time.")
+    rule = cel("!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('16Mi')) >= 0 && "
+               "quantity(string(self)).compareTo(quantity('8Gi')) <= 0)",
+               f"{field} must be between 16Mi and 8Gi")
+    return {**base, "x-kubernetes-validations": [*base["x-kubernetes-validations"], rule]}
+
+
 def etcd_schema() -> Schema:
     storage = obj(
         "Where each etcd member keeps its data.",
@@ -429,7 +445,17 @@ def etcd_schema() -> Schema:
             "priorityClassName": s("PriorityClass of the etcd pods.", maxLength=253, pattern=DNS1123_SUBDOMAIN),
             "extraArgs": extra_args(),
             "defragmentation": defragmentation_schema(),
+            "quotaBackendBytes": quota_schema(),
         },
+        **{"x-kubernetes-validations": [
+            cel("!has(self.quotaBackendBytes) || !has(self.storage) || !has(self.storage.size) || "
+                "!has(self.storage.type) || self.storage.type != 'PersistentVolumeClaim' || "
+                "!isQuantity(string(self.quotaBackendBytes)) || !isQuantity(string(self.storage.size)) || "
+                "quantity(string(self.storage.size)).sub(quantity(string(self.quotaBackendBytes)))"
+                ".compareTo(quantity(string(self.quotaBackendBytes))) >= 0",
+                f"{etcd_space.FIELD} must be at most half of spec.etcd.local.storage.size: a defragmentation "
+                "writes a copy of the data beside the database file", fieldPath=".quotaBackendBytes"),
+        ]},
     )
     close_args(local["properties"], "spec.etcd.local", registry.closed_args()["etcd"])
     external = obj(
@@ -877,6 +903,28 @@ def etcd_defragmentation_status() -> Schema:
     })
 
 
+def etcd_space_status() -> Schema:
+    return obj("etcd's space quota and the last NOSPACE recovery (spec.etcd.local.quotaBackendBytes).", {
+        "phase": s("Ok (every database below the low mark), Low (one at or above it), QuotaExceeded (the data in "
+                   "use itself is: only a larger quota helps), RecoveryFailed, or Unknown (no member answered).",
+                   enum=["Ok", "Low", "QuotaExceeded", "RecoveryFailed", "Unknown"]),
+        "quota": s("The quota in force."),
+        "percentUsed": s("The largest member's database, in percent of the quota (in steps of 5).", "integer"),
+        "message": s("What the last full pass found or did."),
+        "lastRecovery": obj("The last NOSPACE recovery.", {
+            "at": s("When it finished.", format="date-time"),
+            "seconds": s("How long it took.", "number"),
+            "compactedRevision": s("The revision etcd was compacted to.", "integer", format="int64"),
+            "members": arr("The members defragmented, in order.", obj("A member.", {
+                "name": s("Member name."),
+                "leader": s("It was the leader.", "boolean"),
+                "dbSizeBefore": s("Database size before, in bytes.", "integer", format="int64"),
+                "dbSizeAfter": s("Database size after, in bytes.", "integer", format="int64"),
+            })),
+        }),
+    })
+
+
 def encryption_status() -> Schema:
     target = {"enabled": s("Encryption was on.", "boolean"),
               "writeKey": s("The key the objects were stored with (empty: plain text)."),
@@ -942,6 +990,7 @@ def karmada_deployment_status() -> Schema:
                 })),
             }),
             "etcdDefragmentation": etcd_defragmentation_status(),
+            "etcdSpace": etcd_space_status(),
             "encryption": encryption_status(),
             "apiServerEndpoints": arr("URLs of karmada-apiserver.", s("URL.")),
             "adminKubeconfigSecret": s("Secret holding the admin kubeconfig (key kubeconfig)."),

@@ -135,7 +135,10 @@ def fleet(host_cluster: HostCluster, bin_path, tmp_path_factory):
         # default period is watches.yaml's 10m (docs/etcd.md says so); 30s keeps the test short.
         cr["metadata"].setdefault("annotations", {})["ansible.sdk.operatorframework.io/reconcile-period"] = "30s"
         cr["spec"]["etcd"]["local"] = {"replicas": 1, "storage": {"type": "PersistentVolumeClaim", "size": "1Gi",
-                                                                  "storageClassName": "standard"}}
+                                                                  "storageClassName": "standard"},
+                                       # room for the defragmentation test's 250 MiB, small enough for
+                                       # the NOSPACE test to fill in seconds
+                                       "quotaBackendBytes": QUOTA}
         fleet = Deployment(host_cluster, operator, work, NAME, NS)
         start = time.monotonic()
         host_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cr))
@@ -478,6 +481,66 @@ def test_a_fragmented_etcd_is_defragmented_one_member_per_pass_followers_first_l
     # no outage: /readyz answered every second, every acknowledged write is there
     assert polls >= 10 and not failures, failures
     assert_writes_kept(writer, 20)
+
+
+QUOTA = "400Mi"
+
+
+def karmada_write(fleet: Deployment, kubectl: str, kubeconfig: Path, name: str) -> subprocess.CompletedProcess:
+    """A ConfigMap created through karmada-apiserver (what etcd's NOSPACE refuses)."""
+    return subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), "create", "configmap", name, "-n", "default"],
+                          capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_a_full_etcd_is_compacted_defragmented_and_disarmed_and_karmada_writes_again(fleet: Deployment):
+    """etcd filled to its quota (400Mi) with history, as churn does: etcd raises NOSPACE and
+    karmada-apiserver refuses writes. With no spec change, the next reconcile's fast path reads the
+    alarm from etcd and the full pass runs etcd's runbook: compact, defragment every member
+    (followers first, the leader last), disarm. Writes are acknowledged again; etcd itself reports
+    no alarm and every database below the quota; the Events and status.etcdSpace say what was done."""
+    host = fleet.host
+    at_three(fleet)
+    kubeconfig = fleet.kubeconfig()
+    kubectl = str(Path(host.settings["KO_LINKS"]) / "kubectl")
+    assert karmada_write(fleet, kubectl, kubeconfig, "space-before").returncode == 0
+    assert not events(fleet, "EtcdSpaceRecovered")
+    value = os.urandom(VALUE_BYTES // 2).hex().encode()
+    with etcd_client(fleet) as client:
+        written, refused = 0, ""
+        while not refused and written < 2000:  # overwrites: history, as Works and bindings churn
+            try:
+                client.put(f"/e2e-space/{written % 4}", value)
+                written += 1
+            except Exception as exc:  # noqa: BLE001 - the refusal is the point, asserted below
+                refused = str(exc)
+        full_at = time.monotonic()
+        alarms = client.alarms()
+        sizes = member_sizes(client)
+    print(f"\n{written} MiB written before etcd refused: {refused[:200]}; alarms {alarms}; sizes {sizes}")
+    assert "database space exceeded" in refused and {a["alarm"] for a in alarms} == {"NOSPACE"}
+    blocked = karmada_write(fleet, kubectl, kubeconfig, "space-blocked")
+    print(f"karmada-apiserver: {blocked.stderr.strip()[:200]}")
+    assert blocked.returncode != 0 and "database space exceeded" in blocked.stderr
+
+    ok = fleet.wait_for(lambda: karmada_write(fleet, kubectl, kubeconfig, "space-after").returncode == 0 or None,
+                        600, "a write through karmada-apiserver acknowledged again")
+    seconds = time.monotonic() - full_at
+    with etcd_client(fleet) as client:
+        alarms, after = client.alarms(), member_sizes(client)
+        client.call("kv/deleterange", {"key": b64("/e2e-space/"), "range_end": b64(prefix_end(b"/e2e-space/"))})
+    exhausted, recovered = events(fleet, "EtcdSpaceExhausted"), events(fleet, "EtcdSpaceRecovered")
+    for e in exhausted + recovered:
+        print(f"{e['reason']}: {e['message']}")
+    print(f"writes acknowledged again {seconds:.0f} s after etcd refused; sizes after: {after}")
+    assert ok and alarms == []
+    assert all(m["dbSize"] < 400 * 2**20 * 0.8 for m in after.values()), after
+    assert len(exhausted) == 1 and len(recovered) == 1
+    leader = next(n for n, m in sizes.items() if m["leader"])
+    record = fleet.get()["status"]["etcdSpace"]
+    order = [m["name"] for m in record["lastRecovery"]["members"]]
+    assert sorted(order) == sorted(sizes) and order[-1] == leader, (order, leader)
+    assert "compacted to revision" in recovered[0]["message"] and "alarm disarmed" in recovered[0]["message"]
+    assert record["phase"] == "Ok" and condition(fleet.get(), "EtcdSpaceLow")["status"] == "False"
 
 
 class Stopper:

@@ -99,6 +99,13 @@ RESERVED = ["app.kubernetes.io/instance", "app.kubernetes.io/name", "app.kuberne
 BROKEN = [
     ("even-etcd-replicas", "KarmadaDeployment", {"spec.etcd.local.replicas": 4},
      ["spec.etcd.local.replicas", "Unsupported value: 4"]),
+    ("tiny-etcd-quota", "KarmadaDeployment", {"spec.etcd.local.quotaBackendBytes": "1Mi"},
+     ["spec.etcd.local.quotaBackendBytes", "must be between 16Mi and 8Gi"]),
+    ("huge-etcd-quota", "KarmadaDeployment", {"spec.etcd.local.quotaBackendBytes": 16 * 2**30},
+     ["spec.etcd.local.quotaBackendBytes", "must be between 16Mi and 8Gi"]),
+    ("etcd-quota-over-half-the-claim", "KarmadaDeployment",
+     {"spec.etcd.local.quotaBackendBytes": "5Gi", "spec.etcd.local.storage.size": "8Gi"},
+     ["spec.etcd.local.quotaBackendBytes", "at most half of spec.etcd.local.storage.size"]),
     ("negative-component-replicas", "KarmadaDeployment", {"spec.components.scheduler.replicas": -1},
      ["spec.components.scheduler.replicas", "greater than or equal to 0"]),
     ("apiserver-zero-replicas", "KarmadaDeployment", {"spec.apiServer.replicas": 0},

@@ -369,6 +369,7 @@ ETCD_CLOSED_ARGS = {
     "advertise-client-urls": "the operator sets each member's URLs (TLS on the headless Service's names)",
     "listen-peer-urls": "the operator sets each member's URLs (TLS on the headless Service's names)",
     "initial-advertise-peer-urls": "the operator sets each member's URLs (TLS on the headless Service's names)",
+    "quota-backend-bytes": "set by spec.etcd.local.quotaBackendBytes (the NOSPACE recovery and EtcdSpaceLow use it)",
 }
 
 

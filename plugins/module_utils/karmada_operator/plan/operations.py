@@ -42,6 +42,7 @@ from typing import Any
 
 from karmada_operator.controlplane.encryption_rewrite import EncryptionRewrite
 from karmada_operator.etcd.defragmentation import Defragmentation
+from karmada_operator.etcd.space import EtcdSpace
 from karmada_operator.kube.client import Kube
 from karmada_operator.pki import ca_rotation
 from karmada_operator.plan import upgrade as karmada_upgrade
@@ -122,7 +123,8 @@ class CaRotation:
         raise ValueError(f"caRotation has no transition {transition!r} (doing, advanced)")
 
 
-OPERATIONS: dict[str, Any] = {op.name: op for op in (Upgrade(), CaRotation(), Defragmentation(), EncryptionRewrite())}
+OPERATIONS: dict[str, Any] = {op.name: op for op in (Upgrade(), CaRotation(), EtcdSpace(), Defragmentation(),
+                                                     EncryptionRewrite())}
 
 
 def admit_all(cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from karmada_operator import components as karmada_components
 from karmada_operator.etcd import defragmentation
+from karmada_operator.etcd import space as etcd_space
 from karmada_operator.kube import ownership, pod_security
 from karmada_operator.pki import encryption as karmada_encryption
 from karmada_operator.plan import audit as karmada_audit
@@ -338,6 +339,11 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
     members = [f"{sts}-{i}" for i in range(replicas)]
     peer_dns = [f"{m}.{member_domain}" for m in members]
     storage = local.get("storage") or {}
+    try:
+        space = etcd_space.settings(local, {"type": storage.get("type") or "PersistentVolumeClaim",
+                                            "size": storage.get("size") or "8Gi"})
+    except etcd_space.QuotaError as err:
+        raise PlanError(err.field, err.message) from err
     return {
         "mode": "local",
         "replicas": replicas,
@@ -359,7 +365,10 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
             "storageClassName": storage.get("storageClassName") or "",
             "hostPath": storage.get("hostPath") or "",
         },
-        "args": _args({}, local.get("extraArgs"), {}, key="etcd", field="spec.etcd.local.extraArgs"),
+        # the space quota (etcd/space.py: its flag, the low mark, the NOSPACE recovery)
+        "space": space,
+        "args": _args({"quota-backend-bytes": space["quotaBytes"]}, local.get("extraArgs"), {}, key="etcd",
+                      field="spec.etcd.local.extraArgs"),
         "defragmentation": _defragmentation(local),
         "pod": {**_pod(spec, local, replicas, selector_of("etcd", name), DEFAULT_ETCD_RESOURCES["requests"]),
                 # members on different nodes when there are several (unless spec.etcd.local.affinity)

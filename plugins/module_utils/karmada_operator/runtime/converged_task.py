@@ -11,6 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from karmada_operator.etcd import space as etcd_space
+from karmada_operator.etcd.client_secret import pod_addresses, step_client_tls
+from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError, root_cause
 from karmada_operator.pki.pki import PkiInputError, renewal_window
 from karmada_operator.plan.converged import OWNED_KINDS, build_id, decide, record, unready_members
@@ -83,6 +86,32 @@ def members_check(kube: Kube, cr: dict, secret_name: str) -> str:
     return f"members not Ready in karmada-apiserver: {', '.join(missing)}" if missing else ""
 
 
+def space_check(kube: Kube, cr: dict) -> tuple[str, bool]:
+    """etcd's space, asked of etcd itself (etcd/space.py): why the run must take the full pass
+    ("" when it need not), and whether a database is over the low mark (come back sooner). A local
+    etcd the fast path cannot read is left to the full pass's own checks."""
+    from karmada_operator.plan.plan import PlanError, build_plan
+
+    try:
+        etcd = build_plan(cr)["etcd"]
+    except PlanError:
+        return "", False
+    if etcd["mode"] != "local":
+        return "", False
+    try:
+        addresses = pod_addresses(kube, etcd)
+        if not addresses:
+            return "", False
+        with tls_files(step_client_tls(kube, etcd), prefix="etcd-space-probe-") as files:
+            client = EtcdClient(etcd["memberEndpoints"], cert=files["cert"], key=files["key"], ca=files["ca"],
+                                timeout=3.0, resolve=addresses)
+            found = etcd_space.probe(client, etcd["memberEndpoints"])
+    except (EtcdError, KubeError, ValueError, OSError):
+        return "", False
+    return etcd_space.fast_path_verdict(etcd["space"], found, cr.get("status") or {}), \
+        etcd_space.low(etcd["space"], found)
+
+
 def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> dict[str, Any]:
     cr = p["cr"]
     now = datetime.now(UTC)
@@ -95,12 +124,19 @@ def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> d
                 reason = decision.reason
                 if decision.converged and p.get("admin_kubeconfig_secret") and (cr.get("spec") or {}).get("members"):
                     reason = members_check(kube, cr, p["admin_kubeconfig_secret"]) or reason
+                low = False
+                if decision.converged and reason == decision.reason:
+                    space, low = space_check(kube, cr)
+                    reason = space or reason
                 converged = decision.converged and reason == decision.reason
                 renew_at = ((cr.get("status") or {}).get("converged") or {}).get("renewAt") or ""
+                again = requeue(cr, str(renew_at), now) if converged else ""
+                if converged and low:  # a database over the low mark: look again soon (etcd/space.py)
+                    soon = etcd_space.LOW_RECHECK_SECONDS
+                    again = f"{min(int(again[:-1]), soon) if again else soon}s"
                 return {"changed": False, "converged": converged,
                         "control_plane": decision.control_plane, "reason": reason,
-                        "service_ips": service_ips(objects),
-                        "requeue_after": requeue(cr, str(renew_at), now) if converged else ""}
+                        "service_ips": service_ips(objects), "requeue_after": again}
             try:
                 window = renewal_window((cr.get("spec") or {}).get("certificates") or {})
             except PkiInputError as exc:
