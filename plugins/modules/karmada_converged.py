@@ -12,7 +12,10 @@ description:
   - With I(mode=check), compares what the last full pass recorded in C(status.converged) with the
     KarmadaDeployment I(cr) and the objects it owns now (listed by I(selector) in I(namespace)), and
     reads every member's Cluster through karmada-apiserver; C(converged) is true only when nothing
-    changed, everything is Ready and nothing is due (docs/performance.md lists the rules).
+    changed, everything is Ready and nothing is due (docs/performance.md lists the rules). On a
+    local etcd it also asks etcd for its alarms and sizes (module_utils/karmada_operator/etcd/space.py):
+    a NOSPACE alarm or a database newly over 80 % of its quota is not converged, and while one is
+    over it C(requeue_after) is at most 30 s.
   - With I(mode=record), writes C(status.converged) (fingerprint, generation, time, the soonest
     certificate renewal, how the operator reached karmada-apiserver) at the end of a full pass.
     Changed only when the fingerprint differs from the one recorded before (the time and the

@@ -132,8 +132,8 @@ def fleet(host_cluster: HostCluster, bin_path, tmp_path_factory):
         # Test-only period: a lost member, or a member back after a refusal, is acted on by the
         # next pass, which nothing but the periodic reconcile starts (the runtime does not
         # reconcile on a dependent's status, and etcd's pods and claims are not watched). The
-        # default period is watches.yaml's 10m (docs/etcd.md says so); 30s keeps the test short.
-        cr["metadata"].setdefault("annotations", {})["ansible.sdk.operatorframework.io/reconcile-period"] = "30s"
+        # default period is watches.yaml's 10m (docs/etcd.md says so); 15s keeps the tests short.
+        cr["metadata"].setdefault("annotations", {})["ansible.sdk.operatorframework.io/reconcile-period"] = "15s"
         cr["spec"]["etcd"]["local"] = {"replicas": 1, "storage": {"type": "PersistentVolumeClaim", "size": "1Gi",
                                                                   "storageClassName": "standard"},
                                        # room for the defragmentation test's 250 MiB, small enough for
@@ -536,7 +536,9 @@ def test_a_full_etcd_is_compacted_defragmented_and_disarmed_and_karmada_writes_a
     assert all(m["dbSize"] < 400 * 2**20 * 0.8 for m in after.values()), after
     assert len(exhausted) == 1 and len(recovered) == 1
     leader = next(n for n, m in sizes.items() if m["leader"])
-    record = fleet.get()["status"]["etcdSpace"]
+    # the recovering pass writes status when it ends, after the steps that follow the recovery
+    record = fleet.wait_for(lambda: (lambda r: r if r.get("lastRecovery") and r.get("phase") == "Ok" else None)(
+        (fleet.get().get("status") or {}).get("etcdSpace") or {}), 300, "status.etcdSpace with the recovery")
     order = [m["name"] for m in record["lastRecovery"]["members"]]
     assert sorted(order) == sorted(sizes) and order[-1] == leader, (order, leader)
     assert "compacted to revision" in recovered[0]["message"] and "alarm disarmed" in recovered[0]["message"]

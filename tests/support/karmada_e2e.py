@@ -155,6 +155,72 @@ def fast_path(run: Path) -> dict:
     return {}
 
 
+STATUS_WRITE = "Write status of KarmadaDeployment"
+
+
+def changed_tasks(run: Path) -> dict[str, dict]:
+    """The tasks of a finished run that reported a change: name -> result."""
+    out = {}
+    for event in (run / "job_events").glob("*.json"):
+        doc = json.loads(event.read_text())
+        data = doc.get("event_data") or {}
+        if doc.get("event") == "runner_on_ok" and (data.get("res") or {}).get("changed") is True:
+            out[data.get("task", "")] = data["res"]
+    return out
+
+
+def _leaves(value: object, path: str = "") -> dict[str, object]:
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _leaves(item, f"{path}.{key}").items()}
+    if isinstance(value, list):
+        return {k: v for i, item in enumerate(value) for k, v in _leaves(item, f"{path}[{i}]").items()}
+    return {path: value}
+
+
+# What a full pass with nothing to do may still write: etcd's database sizes (written again when
+# one moved by 10 % or 8 MiB: kube-apiserver compacts etcd every 5 minutes; the quota's share in
+# steps of 5 %), the converged record.
+SIZE_FIELDS = re.compile(r"^\.(etcd\.members\[\d+\]\.dbSize(InUse)?|etcdSpace\.percentUsed|converged\..*)$")
+
+
+def status_writes(run: Path) -> list[dict]:
+    """The status each write of a finished run sent, in order (a pass writes it in parts)."""
+    writes = []
+    for event in (run / "job_events").glob("*.json"):
+        doc = json.loads(event.read_text())
+        data = doc.get("event_data") or {}
+        res = data.get("res") or {}
+        if doc.get("event") == "runner_on_ok" and data.get("task") == STATUS_WRITE and res.get("changed") is True:
+            writes.append((doc.get("counter", 0), res.get("status") or {}))
+    return [status for _, status in sorted(writes, key=lambda w: w[0])]
+
+
+def _merged(base: dict, patch: dict) -> dict:
+    """A JSON merge patch of ``patch`` onto ``base`` (what each status write does)."""
+    out = dict(base)
+    for key, value in patch.items():
+        out[key] = _merged(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
+
+
+def changes_nothing(run: Path, runs_before: Sequence[Path]) -> list[str]:
+    """What a run changed beyond etcd's sizes in status ([] for a pass with nothing to do): every
+    changed task but the status write, and the status fields its writes left different from the
+    status the earlier runs' writes had made."""
+    out = sorted(t for t in changed_tasks(run) if t != STATUS_WRITE)
+    before: dict = {}
+    for earlier in runs_before:
+        for status in status_writes(earlier):
+            before = _merged(before, status)
+    after = before
+    for status in status_writes(run):
+        after = _merged(after, status)
+    old, new = _leaves(before), _leaves(after)
+    out += [f"status{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new))
+            if old.get(k) != new.get(k) and not SIZE_FIELDS.match(k)]
+    return out
+
+
 def member_results(run: Path) -> dict[str, dict]:
     """What a finished run's member task reported per member ({} when it did not run, or the
     runtime deleted the run meanwhile: it keeps the newest 20 runs of a resource)."""

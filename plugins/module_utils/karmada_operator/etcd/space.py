@@ -6,8 +6,7 @@ raises the cluster-wide ``NOSPACE`` alarm, which stays until someone disarms it:
 then answers every create, update and delete with "etcdserver: mvcc: database space exceeded".
 etcd's own runbook (https://etcd.io/docs/v3.6/op-guide/maintenance/#space-quota) is: compact
 the history, defragment every member, disarm the alarm. This operation does exactly that, in the
-pass, before the etcd step (whose health gate would otherwise wait on members that report the
-alarm, and whose rollout could not replace a member while it stands):
+pass, right after the etcd step:
 
 * ``spec.etcd.local.quotaBackendBytes`` is the flag; by default half the member's claim, at most
   4Gi (half the default 8Gi claim: a defragmentation writes a new file of the data in use beside
@@ -19,6 +18,10 @@ alarm, and whose rollout could not replace a member while it stands):
 * on ``NOSPACE``: compact to the current revision, defragment every member one at a time
   (followers first, the leader last), disarm the alarm, check etcd is healthy; Events say what
   was done (``EtcdSpaceExhausted``, then ``EtcdSpaceRecovered`` or ``EtcdSpaceRecoveryFailed``).
+
+Its step follows the etcd step (before the defragmentation's). A member under NOSPACE still
+counts as healthy for etcd's gates (etcd/health.py: it serves reads and has a leader), so the
+etcd step's quorum gate and a rollout (a raised quota rolls the members) do not wait on it.
 
 The fast path (runtime/converged_task.py) asks etcd for its alarms and sizes on every reconcile
 (:func:`probe`): an alarm, or a database newly over LOW_PERCENT, starts a full pass; while one is
@@ -205,11 +208,12 @@ def recover(client: EtcdClient, health: Mapping[str, Any], timeout: float, poll:
 
 
 class EtcdSpace:
-    """The operation: its step after the certificates and before etcd's, on a local etcd, in every
-    full pass (also during an upgrade or a CA rotation: with NOSPACE nothing else can proceed)."""
+    """The operation: its step right after etcd's (before the defragmentation's), on a local etcd,
+    in every full pass (also during an upgrade or a CA rotation: with NOSPACE nothing else can
+    proceed)."""
 
     name = NAME
-    after = "pki"
+    after = "etcd"
 
     def admit(self, cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         return dict((cr.get("status") or {}).get(NAME) or {})
@@ -229,8 +233,6 @@ class EtcdSpace:
         space = etcd["space"]
         record = dict((owner.get("status") or {}).get(NAME) or {})
         addresses = pod_addresses(ctx.live, etcd)
-        if not addresses:  # no member yet (a first install): nothing to look at
-            return {"fields": {}, "conditions": [], "changed": False}
         tls = step_client_tls(ctx.live, etcd)
         with tls_files(tls, prefix="etcd-space-") as files:
             client = EtcdClient(etcd["memberEndpoints"], cert=files["cert"], key=files["key"], ca=files["ca"],

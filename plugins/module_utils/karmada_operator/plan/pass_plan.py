@@ -67,7 +67,7 @@ def control_plane_steps(upgrade: Mapping[str, Any], reverse: bool, rotation: Map
     # first: every name the pass needs is free or this KarmadaDeployment's (NameConflict otherwise)
     steps = [step("ownership")]
     steps += [step("pre-upgrade-backup", "upgrade_backup")] if upgrade else []
-    steps += [step("pki"), *(after or {}).get("pki", []), step("etcd"), *(after or {}).get("etcd", [])]
+    steps += [step("pki"), step("etcd"), *(after or {}).get("etcd", [])]
     if reverse:
         steps += [step("apiserver-connect", "apiserver_connect"),
                   step("components", "components", component_step="components", reverse=True),
@@ -136,7 +136,7 @@ def plan_pass(cr: Mapping[str, Any], plan: Mapping[str, Any], *, converged_contr
     if not rotation and members_only(cr, plan, converged_control_plane):
         return {"mode": MODE_MEMBERS, "steps": [], "upgrade": upgrade, "reverse": reverse, "caRotation": {},
                 "conditions": restamped_conditions(cr)}
-    after = {anchor: steps_after(anchor, plan, records) for anchor in ("pki", "etcd", "control-plane")}
+    after = {anchor: steps_after(anchor, plan, records) for anchor in ("etcd", "control-plane")}
     return {"mode": MODE_FULL, "steps": control_plane_steps(upgrade, reverse, rotation, after), "upgrade": upgrade,
             "reverse": reverse, "caRotation": rotation, "conditions": []}
 

@@ -124,10 +124,12 @@ def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> d
                 reason = decision.reason
                 if decision.converged and p.get("admin_kubeconfig_secret") and (cr.get("spec") or {}).get("members"):
                     reason = members_check(kube, cr, p["admin_kubeconfig_secret"]) or reason
-                low = False
+                low, control_plane = False, decision.control_plane
                 if decision.converged and reason == decision.reason:
                     space, low = space_check(kube, cr)
                     reason = space or reason
+                    # etcd's space is the control plane's: the full pass, not the members' alone
+                    control_plane = control_plane and not space
                 converged = decision.converged and reason == decision.reason
                 renew_at = ((cr.get("status") or {}).get("converged") or {}).get("renewAt") or ""
                 again = requeue(cr, str(renew_at), now) if converged else ""
@@ -135,7 +137,7 @@ def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> d
                     soon = etcd_space.LOW_RECHECK_SECONDS
                     again = f"{min(int(again[:-1]), soon) if again else soon}s"
                 return {"changed": False, "converged": converged,
-                        "control_plane": decision.control_plane, "reason": reason,
+                        "control_plane": control_plane, "reason": reason,
                         "service_ips": service_ips(objects), "requeue_after": again}
             try:
                 window = renewal_window((cr.get("spec") or {}).get("certificates") or {})

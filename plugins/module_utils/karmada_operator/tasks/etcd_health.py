@@ -91,10 +91,6 @@ def gate(params: dict[str, Any]) -> dict[str, Any]:
                 continue
             if result["has_quorum"] and result["healthy_count"] >= expect:
                 return result
-            if any(a.get("alarm") == "NOSPACE" for a in result.get("alarms") or []):
-                # etcd serves reads but refuses writes until someone clears it: waiting would not
-                # help; the next pass's etcd-space step does (etcd/space.py), status says so
-                return result
     if result.get("has_quorum"):
         return result  # a quorum, short of every member: the status step reports the rest
     why = error or "; ".join(str(m.get("error") or "") for m in result.get("members", []) if not m.get("healthy"))
