@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from karmada_operator.etcd import defragmentation
 from karmada_operator.etcd.client_secret import pod_addresses, step_client_tls
 from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
 from karmada_operator.etcd.health import cluster_health
@@ -166,11 +167,6 @@ def _mib(size: int) -> str:
     return f"{size / 2**20:.1f} MiB"
 
 
-def order(members: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Followers first (by name), the leader last."""
-    return sorted(members, key=lambda m: (bool(m.get("leader")), len(m.get("name") or ""), m.get("name") or ""))
-
-
 def _answering(client: EtcdClient, endpoint: str, timeout: float, poll: float) -> Any:
     """The member's status once it answers again after its defragmentation (it keeps the alarm
     until the disarm, so "healthy" is not what to wait for)."""
@@ -196,7 +192,8 @@ def recover(client: EtcdClient, health: Mapping[str, Any], timeout: float, poll:
         if "compacted" not in str(exc):  # already compacted to it: nothing to do
             raise
     done = []
-    for m in order(members):
+    by_name = {m["name"]: m for m in members}
+    for m in (by_name[name] for name in defragmentation.order(members)):  # followers first, the leader last
         client.defragment(m["endpoint"], timeout=timeout)
         after = _answering(client, m["endpoint"], timeout, poll)
         done.append({"name": m["name"], "leader": bool(m.get("leader")), "dbSizeBefore": int(m["db_size"]),
