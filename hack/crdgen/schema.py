@@ -21,6 +21,7 @@ from karmada_operator import components as registry
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.etcd import defragmentation
 from karmada_operator.etcd import space as etcd_space
+from karmada_operator.kube import ownership
 from karmada_operator.pki import encryption as karmada_encryption
 from karmada_operator.pki import pki
 from karmada_operator.plan import audit as karmada_audit
@@ -54,8 +55,8 @@ LABEL_KEY = rf"^({DNS1123_SUBDOMAIN[1:-1]}/)?{_LABEL_NAME}$"
 LABEL_KEY_PREFIX_SIZE = r"^([^/]{1,253}/)?[^/]+$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 # Labels the operator sets on everything it makes and selects its objects by.
-RESERVED_LABELS = ["app.kubernetes.io/instance", "app.kubernetes.io/name", "app.kubernetes.io/managed-by",
-                   "operator.karmada.io/karmadadeployment-uid"]
+RESERVED_LABELS = [ownership.INSTANCE_LABEL, "app.kubernetes.io/name", ownership.MANAGED_BY_LABEL,
+                   ownership.OWNER_UID_LABEL]
 
 # Host directories etcd's HostPath storage may not use: the directory and everything below it...
 SYSTEM_SUBTREES = ["proc", "sys", "dev", "etc", "boot", "run", "var/run", "bin", "sbin", "lib", "lib64", "usr"]
