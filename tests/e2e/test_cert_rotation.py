@@ -147,6 +147,9 @@ def restarts(before: set[str], pods: dict[str, dict]) -> dict[str, tuple[datetim
     return out
 
 
+PKI_TASK = "Generate, check, rotate and store the certificates"  # roles/karmada_deployment/tasks/pki.yml
+
+
 def pki_steps(fleet: Deployment) -> list[tuple[datetime, datetime, datetime]]:
     """(start, certificate step, end) of every finished reconcile run still in the runtime's
     artifacts, from their Ansible events. The runtime keeps the newest 20 runs of a resource
@@ -160,7 +163,7 @@ def pki_steps(fleet: Deployment) -> list[tuple[datetime, datetime, datetime]]:
             continue
         times = sorted(parse_time(e["created"]) for e in events if e.get("created"))
         pki = sorted(parse_time(e["created"]) for e in events if e.get("created")
-                     and (e.get("event_data") or {}).get("task") == "Generate, check and rotate certificates")
+                     and (e.get("event_data") or {}).get("task") == PKI_TASK)
         if times and pki:
             out.append((times[0], pki[0], times[-1]))
     return sorted(out)
@@ -372,6 +375,7 @@ def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_cluste
     print("passes (start, certificate step, end): " + "; ".join(
         f"{a:%H:%M:%S} {b:%H:%M:%S} {c:%H:%M:%S}" for a, b, c in passes))
     renewing = [p for p in passes if p[1] >= due]
+    assert renewing, f"no pass ran its certificate step ({PKI_TASK!r}) after {due:%H:%M:%S}: {passes}"
     if renewing:
         print(f"first leaf due {due:%H:%M:%S}; renewed by the pass whose certificate step ran "
               f"{(renewing[0][1] - due).total_seconds():.0f}s later (default reconcile period, requeued for it); "
@@ -389,8 +393,9 @@ def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_cluste
     assert condition(obj, "CertificatesValid")["status"] == "True", condition(obj, "CertificatesValid")
     print(f"CertificatesValid: {condition(obj, 'CertificatesValid')['message']}")
 
-    # No outage: /readyz every second, the member Ready at every check.
-    assert polls > 60 and not failures, failures[:5]
+    # No outage: /readyz every second (a probe may take longer than its second: at least one
+    # every two seconds of the wait), the member Ready at every check.
+    assert polls >= max(20, took / 2) and not failures, (polls, took, failures[:5])
     assert not member_not_ready and not cluster_api_down, (member_not_ready, cluster_api_down)
 
     # Restarts: one component at a time; karmada-apiserver and etcd not at all.

@@ -624,13 +624,15 @@ class EtcdClient:
             "no endpoint answered a status call; check the members are running: " + "; ".join(errors)
         )
 
-    def stream(self, endpoint: str, path: str, timeout: float) -> requests.Response:
-        """POST ``{}`` to ``/v3/<path>`` on ``endpoint`` and return the response unread.
+    def stream(
+        self, endpoint: str, path: str, timeout: float, body: Mapping[str, Any] | None = None
+    ) -> requests.Response:
+        """POST ``body`` (default ``{}``) to ``/v3/<path>`` on ``endpoint`` and return the response unread.
 
         For server-streaming RPCs (one JSON object a line); ``timeout`` bounds the wait for
         each chunk. An error answer before the stream starts raises; the caller closes it.
         """
-        resp = self._send(endpoint, path, {}, stream=True, timeout=timeout)
+        resp = self._send(endpoint, path, body or {}, stream=True, timeout=timeout)
         if resp.status_code != 200:
             self._decode(endpoint, path, resp)
         return resp
