@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from karmada_operator.backup import store as store_lib
 from karmada_operator.etcd.gateway import EtcdClient, EtcdError, b64
 
 KIND, FORMAT = "EtcdDelta", 1
@@ -418,3 +419,58 @@ def replay(client: EtcdClient, revisions: Sequence[Revision]) -> dict[str, int]:
 def _chunks(items: list, size: int) -> Iterator[list]:
     for i in range(0, len(items), size):
         yield items[i:i + size]
+
+
+# --------------------------------------------------------------------------- chains in a store
+
+
+def delta_name(full: str, delta: Delta) -> str:
+    """``<full>.delta.<first>-<last>``, revisions zero-padded: names sort in chain order."""
+    return f"{full}{store_lib.DELTA_INFIX}{delta.first:020d}-{delta.last:020d}"
+
+
+def load_chain(store: store_lib.SnapshotStore, full: store_lib.SnapshotInfo) -> list[Delta]:
+    """The deltas stored after snapshot ``full``, decoded (each checks its own sha256)."""
+    out = []
+    for name in store.object_names(full.name + store_lib.DELTA_INFIX):
+        try:
+            out.append(decode(store.get_object(name)))
+        except DeltaCorrupt as exc:
+            raise DeltaCorrupt(f"{store}: {name}: {exc}") from exc
+    return out
+
+
+@dataclass(frozen=True)
+class Point:
+    """What a restore to a point replays: a full snapshot and the revisions after it."""
+
+    full: store_lib.SnapshotInfo
+    revisions: tuple[Revision, ...]
+
+    @property
+    def revision(self) -> int:
+        return self.revisions[-1].revision if self.revisions else self.full.revision
+
+    @property
+    def time_ms(self) -> int:
+        """When the last change included was received (the full's time without deltas)."""
+        if self.revisions:
+            return self.revisions[-1].time_ms
+        return int(self.full.taken_at.timestamp() * 1000)
+
+
+def choose_point(snapshots: Sequence[store_lib.SnapshotInfo], chain_of: Callable[[store_lib.SnapshotInfo], list[Delta]],
+                 revision: int = 0, time_ms: int = 0) -> Point:
+    """The point to restore: the newest full at or before the asked revision or time (the
+    newest of all for neither: ``latest``) and its chain up to it. :class:`Gap` when no full
+    is early enough, or the chain of the one chosen does not reach the asked revision."""
+    fulls = sorted(snapshots, key=lambda s: (s.revision, s.taken_at))
+    if revision:
+        fulls = [s for s in fulls if s.revision <= revision]
+    if time_ms:
+        fulls = [s for s in fulls if s.taken_at.timestamp() * 1000 <= time_ms]
+    if not fulls:
+        what = f"revision {revision}" if revision else f"time {time_ms} ms" if time_ms else "latest"
+        raise Gap(f"no full snapshot at or before {what}", revision)
+    full = fulls[-1]
+    return Point(full, tuple(select(chain_of(full), full.revision, up_to_revision=revision, up_to_time_ms=time_ms)))

@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 SIDECAR_SUFFIX = ".meta.json"
+# A continuous backup's deltas after snapshot <name>: <name>.delta.<first revision>-<last revision>
+DELTA_INFIX = ".delta."
 SIDECAR_KIND = "EtcdSnapshotMetadata"
 SIDECAR_FORMAT = 1
 CHUNK_SIZE = 1024 * 1024  # bytes read or written per step when streaming
@@ -599,11 +601,45 @@ class SnapshotStore(abc.ABC):
         return reader.info
 
     def delete(self, name: str) -> None:
-        """Remove a snapshot: the sidecar first (it stops being listed), then the data.
-        Deleting a snapshot that is not there is not an error."""
+        """Remove a snapshot with the continuous backup's deltas that follow it (newest first:
+        what is left is always a chain without a gap); then the sidecar (it stops being
+        listed), then the data. Deleting a snapshot that is not there is not an error."""
         check_name(name)
+        for delta in sorted(self.object_names(name + DELTA_INFIX), reverse=True):
+            self._delete_data(delta)
         self._delete_sidecar(name)
         self._delete_data(name)
+
+    # ----- small objects without a sidecar (continuous backup's deltas: each checks itself)
+
+    def put_object(self, name: str, data: bytes) -> str:
+        """Write ``data`` as ``name`` in one piece (visible whole or not at all); refused if it
+        exists. Returns its location."""
+        check_name(name)
+        if self._data_exists(name):
+            raise SnapshotAlreadyExists(f"{self}: {name!r} already exists", str(self))
+        raw = self._raw_writer(name)
+        try:
+            raw.write(data)
+            raw.commit()
+        except BaseException:
+            raw.abort()
+            raise
+        return self.location(name)
+
+    def get_object(self, name: str) -> bytes:
+        check_name(name)
+        out = bytearray()
+        with contextlib.closing(self._open_data(name)) as f:
+            while chunk := f.read(CHUNK_SIZE):
+                out += chunk
+        return bytes(out)
+
+    def object_names(self, prefix: str) -> list[str]:
+        """Names of the objects that start with ``prefix`` (sidecars and temporary files not
+        included), sorted."""
+        return sorted(n for n in self._data_names(prefix)
+                      if not n.endswith(SIDECAR_SUFFIX) and NAME_PATTERN.match(n))
 
     def apply_retention(self, max_backups: int) -> list[SnapshotInfo]:
         """Delete all but the newest ``max_backups`` snapshots; returns the deleted ones."""
@@ -662,6 +698,10 @@ class SnapshotStore(abc.ABC):
     @abc.abstractmethod
     def _sidecar_names(self) -> list[str]:
         """Names of snapshots that have a sidecar."""
+
+    @abc.abstractmethod
+    def _data_names(self, prefix: str) -> list[str]:
+        """Names of the objects (files) whose name starts with ``prefix``."""
 
 
 # --------------------------------------------------------------------------- volume
@@ -795,6 +835,14 @@ class VolumeStore(SnapshotStore):
                 if NAME_PATTERN.match(name) and (self.dir / name).is_file():
                     names.append(name)
         return names
+
+    def _data_names(self, prefix: str) -> list[str]:
+        try:
+            return [e for e in os.listdir(self.dir) if e.startswith(prefix) and not e.startswith(".")]
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise self._os_error(exc, "listing", str(self.dir)) from exc
 
     def incomplete_files(self) -> list[Path]:
         """Temporary files left by writers that were killed (safe to delete when no backup runs)."""
@@ -1093,6 +1141,15 @@ class S3Store(SnapshotStore):
                         name = rest[: -len(SIDECAR_SUFFIX)]
                         if NAME_PATTERN.match(name):
                             names.append(name)
+        return names
+
+    def _data_names(self, prefix: str) -> list[str]:
+        start = f"{self.prefix}/" if self.prefix else ""
+        names = []
+        with self._mapped("listing"):
+            for page in self._client.get_paginator("list_objects_v2").paginate(
+                    Bucket=self.bucket, Prefix=start + prefix, Delimiter="/"):
+                names.extend(obj["Key"][len(start):] for obj in page.get("Contents", []))
         return names
 
     def incomplete_uploads(self) -> list[dict[str, Any]]:
