@@ -1088,7 +1088,31 @@ def etcd_backup_spec() -> Schema:
             "timeZone": s("IANA time zone the schedule is read in, e.g. Europe/Berlin (default UTC). A wall "
                           "time skipped by a daylight-saving change does not fire; one that repeats fires once.",
                           minLength=1, maxLength=64, pattern=TIME_ZONE),
-            "suspend": s("Pause the schedule.", "boolean", default=False),
+            "suspend": s("Pause the schedule (with continuous: stop the follower).", "boolean", default=False),
+            "continuous": obj(
+                "Continuous backup: a full snapshot, then every change etcd makes (its watch) written as deltas "
+                "next to it every deltaInterval or deltaMaxBytes, whichever comes first; a new full after "
+                "fullAfterDeltas deltas or fullAfterBytes bytes, and at once when the chain would have a gap. "
+                "A follower Deployment (<name>-continuous) does it; retention.maxBackups keeps whole chains. "
+                "Excludes schedule.", {
+                    "deltaInterval": s(
+                        "Longest time a change waits before it is written: the most acknowledged writes a lost "
+                        "etcd can take with it (RPO). 1s to 10m.",
+                        default=eb_plan.CONTINUOUS_DEFAULTS["deltaInterval"], maxLength=16,
+                        pattern=r"^([0-9]+(ms|s|m|h))+$", **{"x-kubernetes-validations": [
+                            cel("duration(self) >= duration('1s') && duration(self) <= duration('10m')",
+                                "spec.continuous.deltaInterval must be between 1s and 10m"),
+                        ]}),
+                    "deltaMaxBytes": s("A delta is written at once when it holds this many bytes of changes.",
+                                       "integer", format="int64", minimum=65536, maximum=1073741824,
+                                       default=eb_plan.CONTINUOUS_DEFAULTS["deltaMaxBytes"]),
+                    "fullAfterDeltas": s("Take a new full snapshot after this many deltas (bounds what a restore "
+                                         "replays).", "integer", minimum=1, maximum=100000,
+                                         default=eb_plan.CONTINUOUS_DEFAULTS["fullAfterDeltas"]),
+                    "fullAfterBytes": s("Take a new full snapshot after this many bytes of deltas.", "integer",
+                                        format="int64", minimum=1048576, maximum=109951162777600,
+                                        default=eb_plan.CONTINUOUS_DEFAULTS["fullAfterBytes"]),
+                }),
             "jobResources": {**resources(), "description": (
                 "Compute resources of the backup Job's container (default: "
                 f"{describe_resources(eb_plan.DEFAULT_JOB_RESOURCES)}). Namespaces with a ResourceQuota need "
@@ -1134,6 +1158,10 @@ def etcd_backup_spec() -> Schema:
             ),
         },
         required=["karmadaDeploymentRef", "storage"],
+        **{"x-kubernetes-validations": [
+            cel("!has(self.continuous) || !has(self.schedule)",
+                "spec.continuous takes its own full snapshots: leave spec.schedule empty"),
+        ]},
     )
 
 
@@ -1171,6 +1199,22 @@ def etcd_backup_status() -> Schema:
         "snapshots": arr("Snapshots kept, newest first.", snapshot_item()),
         "activeJob": s("The backup Job running now."),
         "lastAttemptTime": s("When the last run ended.", format="date-time"),
+        "continuous": obj("The continuous backup's follower, from its own report.", {
+            "phase": s("Starting, Following, Failing or Suspended.",
+                       enum=["Starting", "Following", "Failing", "Suspended"]),
+            "pod": s("The follower's pod."),
+            "full": s("The full snapshot the current chain starts from."),
+            "fullRevision": s("Its etcd revision.", "integer", format="int64"),
+            "fullTime": s("When it was taken.", format="date-time"),
+            "deltaRevision": s("The last revision written to the store (a restore to latest reaches it).",
+                               "integer", format="int64"),
+            "deltaTime": s("When the follower received the last change written.", format="date-time"),
+            "deltas": s("Deltas written since the follower started.", "integer", format="int64"),
+            "bytes": s("Bytes of deltas written since the follower started.", "integer", format="int64"),
+            "fulls": s("Full snapshots taken since the follower started.", "integer", format="int64"),
+            "gaps": s("Chains cut by a gap (etcd compacted a revision the chain needed) since it started.",
+                      "integer", format="int64"),
+        }),
         "failedAttempts": s("Runs failed in a row (an on-demand backup retries after 30 s, doubling, at most "
                             "10 min; a spec change retries at once).", "integer", format="int64"),
         "conditions": conditions(),

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from karmada_operator.backup.controller import ANN_HOLDER, ANN_SCHEDULED, CONTAINER, LABEL_BACKUP, LABEL_RECORDED
+from karmada_operator.backup.controller import ANN_HOLDER, ANN_SCHEDULED, LABEL_RECORDED
+from karmada_operator.backup.pod import CONTAINER, LABEL_BACKUP
 from support import kube_apiserver
 from support.waiting import condition, crds_established
 

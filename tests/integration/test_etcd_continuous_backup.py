@@ -115,7 +115,7 @@ def test_fulls_roll_over_and_retention_keeps_whole_chains(run):
     fulls = [line for line in lines if line["event"] == "full"]
     assert len(fulls) >= 3, [line["event"] for line in lines]  # rolled over after 4 deltas, more than once
     kept = store.list()
-    assert [s.name for s in kept] == [f["name"] for f in fulls][-2:]  # maxBackups 2: the newest two fulls
+    assert [s.name for s in kept] == [f["full"] for f in fulls][-2:]  # maxBackups 2: the newest two fulls
     for full in kept:  # each kept full's deltas continue it with no revision missing
         chain = deltas.load_chain(store, full)
         assert deltas.check_consecutive(full.revision, chain) >= full.revision
@@ -177,7 +177,7 @@ def test_the_program_backs_up_and_writes_what_it_holds_on_sigterm(bin_path, tmp_
         assert written and written[-1]["last"] == last, events
         assert events[-1]["event"] == "stopped" and events[-1]["deltaRevision"] == last
         store = job.open_store(plan, {})
-        full = store.get(first["name"])
+        full = store.get(first["full"])
         assert deltas.check_consecutive(full.revision, deltas.load_chain(store, full)) == last
     finally:
         cluster.close()

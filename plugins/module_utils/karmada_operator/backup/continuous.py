@@ -11,9 +11,10 @@ compacted a revision the chain still needed: the follower was away too long). A 
 refuses a write is retried (the changes wait in memory, the lag grows and is reported); the
 pod ending (SIGTERM) writes what it holds first.
 
-It prints one JSON line per event (``full``, ``delta``, ``gap``, ``storeError``, ``stopped``)
-and a ``progress`` line at least every ``REPORT_EVERY`` seconds: the controller reads the last
-line of the pod's log for the EtcdBackup's status.
+It prints one JSON line per event (``full``, ``delta``, ``gap``, ``storeError``, ``fullFailed``,
+``stopped``) and a ``progress`` line at least every ``REPORT_EVERY`` seconds, each with the
+whole state (the chain's full, the last revision written, totals): the controller reads the
+last line of the pod's log for the EtcdBackup's status.
 """
 
 from __future__ import annotations
@@ -71,9 +72,12 @@ class Follower:
                  settings: Settings, emit: Callable[[dict[str, Any]], None], etcdctl: str = "",
                  staging_dir: str = "", clock: Callable[[], float] = time.monotonic):
         self.plan, self.client, self.store, self.settings = plan, client, store, settings
-        self.emit, self.etcdctl, self.staging_dir, self.clock = emit, etcdctl, staging_dir, clock
+        self.out, self.etcdctl, self.staging_dir, self.clock = emit, etcdctl, staging_dir, clock
         self.state: dict[str, Any] = {"fulls": 0, "deltas": 0, "bytes": 0, "gaps": 0}
-        self._last_report = 0.0
+
+    def emit(self, doc: dict[str, Any]) -> None:
+        """One line: the event and the whole state, so the last line alone tells the status."""
+        self.out({**self.state, **doc})
 
     def _full(self, stop: threading.Event) -> store_lib.SnapshotInfo | None:
         """A full snapshot under a fresh name, retried until it is taken; None on ``stop``."""
@@ -98,7 +102,10 @@ class Follower:
                               fullRevision=result.snapshot.revision,
                               fullTime=result.snapshot.taken_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
                               deltaRevision=result.snapshot.revision, chainDeltas=0, chainBytes=0)
-            self.emit({"event": "full", **result.as_dict()["snapshot"], "deleted": [s.name for s in result.deleted]})
+            snap = result.as_dict()["snapshot"]
+            self.emit({"event": "full", "location": snap["location"], "sizeBytes": snap["sizeBytes"],
+                       "sha256": snap["sha256"], "durationSeconds": snap["durationSeconds"],
+                       "deleted": [s.name for s in result.deleted]})
             return result.snapshot
 
     def _write(self, full: str, stop: threading.Event) -> Callable[[deltas.Delta, bytes], None]:
@@ -121,7 +128,8 @@ class Follower:
                               chainBytes=self.state["chainBytes"] + len(data),
                               deltaRevision=delta.last, deltaTime=delta.revisions[-1].time_ms)
             self.emit({"event": "delta", "first": delta.first, "last": delta.last, "events": delta.events,
-                       "bytes": len(data), "lagSeconds": round(time.time() - delta.revisions[0].time_ms / 1000, 3)})
+                       "deltaBytes": len(data),
+                       "lagSeconds": round(time.time() - delta.revisions[0].time_ms / 1000, 3)})
         return write
 
     def run(self, stop: threading.Event) -> None:
@@ -144,10 +152,10 @@ class Follower:
                 self.state["gaps"] += 1
                 self.emit({"event": "gap", "revision": gap.revision, "compacted": gap.compacted,
                            "message": f"{gap}; taking a new full snapshot"})
-        self.emit({"event": "stopped", **self.state})
+        self.emit({"event": "stopped"})
 
     def emit_progress(self) -> None:
-        self.emit({"event": "progress", **self.state})
+        self.emit({"event": "progress"})
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None, out: Any = None) -> int:

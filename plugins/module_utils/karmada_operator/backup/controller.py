@@ -29,26 +29,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from karmada_operator.backup import continuous_controller as eb_continuous
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.backup import schedule as eb_schedule
 from karmada_operator.backup import status as eb_status
+from karmada_operator.backup.pod import API_VERSION, CONTAINER, KIND, LABEL_BACKUP, pod_labels, pod_parts
 from karmada_operator.etcd import lease as eb_lease
 from karmada_operator.kube import conditions as k8s_conditions
-from karmada_operator.kube import ownership
 from karmada_operator.kube.client import Kube, KubeError, owner_reference
 from karmada_operator.plan.upgrade import PRE_UPGRADE_ANNOTATION
 from karmada_operator.runtime.cr_pass import COMMON_ARGS, Outcome
 from karmada_operator.runtime.cr_pass import run as run_cr_pass
 
-API_VERSION = "operator.karmada.io/v1alpha1"
-KIND = "EtcdBackup"
-LABEL_BACKUP = "operator.karmada.io/etcd-backup"
 LABEL_RECORDED = "operator.karmada.io/recorded"
 ANN_SCHEDULED = "operator.karmada.io/scheduled-time"
 ANN_HOLDER = "operator.karmada.io/lock-holder"
-CONTAINER = "backup"
 JOB_PROGRAM = eb_plan.job_program("karmada_operator.backup.job")
-STAGING_DIR = "/var/run/etcd-backup"
 JOB_TTL_SECONDS = 86400  # finished Jobs (and their logs) stay a day for `kubectl logs`
 BACKOFF_FIRST = timedelta(seconds=30)
 BACKOFF_MAX = timedelta(minutes=10)
@@ -64,36 +60,14 @@ def backoff(failed_attempts: int) -> timedelta:
     return min(BACKOFF_FIRST * (2 ** (failed_attempts - 1)), BACKOFF_MAX)
 
 
-def _secret_volume(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
-    return {"name": name, "secret": {"secretName": spec["secretName"], "items": spec["items"], "defaultMode": 0o400}}
-
-
 def job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] | None = None,
                  pull_policy: str = "IfNotPresent") -> dict[str, Any]:
-    """The Job that runs one backup as ``plan`` says, in the EtcdBackup's namespace.
-
-    It mounts exactly what the run reads: three keys of the etcd client Secret, the S3
-    credentials (and CA) or the PVC, and an emptyDir where etcdctl stages the snapshot. No
-    ServiceAccount token. It runs as root with every capability dropped: volumes from
-    provisioners that ignore fsGroup (hostPath) are writable only by their owner, root.
-    """
+    """The Job that runs one backup as ``plan`` says, in the EtcdBackup's namespace (the pod:
+    :func:`pod_parts`; no ServiceAccount token)."""
     backup = plan["backup"]
-    labels = {LABEL_BACKUP: backup["name"], "app.kubernetes.io/name": "etcd-backup",
-              ownership.MANAGED_BY_LABEL: ownership.MANAGED_BY,
-              "app.kubernetes.io/instance": plan["source"]["name"]}
-    volumes = [_secret_volume("etcd-tls", plan["etcd"]["tls"]), {"name": "staging", "emptyDir": {}}]
-    mounts = [{"name": "etcd-tls", "mountPath": plan["etcd"]["tls"]["mountPath"], "readOnly": True},
-              {"name": "staging", "mountPath": STAGING_DIR}]
-    storage = plan["storage"]
-    if storage["type"] == "pvc":
-        volumes.append({"name": "store", "persistentVolumeClaim": {"claimName": storage["claimName"]}})
-        mounts.append({"name": "store", "mountPath": storage["mountPath"]})
-    else:
-        volumes.append(_secret_volume("s3-credentials", storage["credentials"]))
-        mounts.append({"name": "s3-credentials", "mountPath": storage["credentials"]["mountPath"], "readOnly": True})
-        if storage.get("caBundle"):
-            volumes.append(_secret_volume("s3-ca", storage["caBundle"]))
-            mounts.append({"name": "s3-ca", "mountPath": storage["caBundle"]["mountPath"], "readOnly": True})
+    labels = pod_labels(plan)
+    container, volumes = pod_parts(plan, image, pull_policy, JOB_PROGRAM,
+                                   [{"name": "ETCD_BACKUP_RESULT_FILE", "value": "/dev/termination-log"}])
     meta: dict[str, Any] = {
         "name": plan["jobName"], "namespace": backup["namespace"], "labels": labels,
         "annotations": {ANN_SCHEDULED: plan["snapshot"]["scheduledTime"], ANN_HOLDER: eb_lease.lease_holder(plan)},
@@ -101,19 +75,6 @@ def job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] |
     if owner:
         meta["ownerReferences"] = [owner_reference({"apiVersion": API_VERSION, "kind": KIND, **owner},
                                                    block_owner_deletion=False)]
-    container = {
-        "name": CONTAINER, "image": image, "imagePullPolicy": pull_policy,
-        "command": JOB_PROGRAM["command"],
-        "env": [*JOB_PROGRAM["env"], {"name": "ETCD_BACKUP_PLAN", "value": json.dumps(plan, sort_keys=True)},
-                {"name": "ETCD_BACKUP_STAGING_DIR", "value": STAGING_DIR},
-                {"name": "ETCD_BACKUP_RESULT_FILE", "value": "/dev/termination-log"},
-                {"name": "HOME", "value": STAGING_DIR}],
-        "volumeMounts": mounts,
-        "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
-                            "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True},
-        "resources": plan.get("jobResources") or eb_plan.DEFAULT_JOB_RESOURCES,
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-    }
     return {
         "apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
         "spec": {
@@ -350,7 +311,85 @@ class BackupReconciler:
                 out["activeJob"] = job["metadata"]["name"]
                 return Outcome(out, action="running")
             return self._record(job, done, karmada)
+        if self.spec.get("continuous") is not None:
+            return self._continuous(karmada)
+        self._stop_follower()
         return self._maybe_start(karmada)
+
+    # ----- continuous (backup/continuous_controller.py)
+
+    def _follower(self) -> tuple[str, dict[str, Any] | None]:
+        name = eb_continuous.deployment_name(self.name)
+        return name, self.kube.get("apps/v1", "Deployment", name, self.ns)
+
+    def _stop_follower(self) -> None:
+        """spec.continuous removed: the follower goes (only ours: it carries this backup's label)."""
+        name, existing = self._follower()
+        if existing is not None and (existing["metadata"].get("labels") or {}).get(LABEL_BACKUP) == self.name:
+            self.kube.delete("apps/v1", "Deployment", name, self.ns)
+            self.status.pop("continuous", None)
+
+    def _continuous(self, karmada: Mapping[str, Any] | None) -> Outcome:
+        name, existing = self._follower()
+        if existing is not None and (existing["metadata"].get("labels") or {}).get(LABEL_BACKUP) != self.name:
+            return self._pending("NameConflict", f"Deployment {self.ns}/{name} exists and is not this EtcdBackup's "
+                                                 "follower; remove or rename it")
+        try:
+            plan = eb_plan.backup_plan(self.backup, karmada, now=self.now)
+        except eb_plan.BackupPlanError as exc:
+            out = self._status(error=exc)
+            out["phase"] = "Failed"
+            return Outcome(out, [self._event(exc.reason, str(exc), warning=True)], action="invalid")
+        if existing is None:
+            ok, why = etcd_ready(karmada or {}, any_generation=True)
+            if not ok:
+                return self._pending("EtcdNotReady", f"waiting to start the continuous backup: {why}")
+            if plan["storage"]["type"] == "pvc" and \
+                    self.kube.get("v1", "PersistentVolumeClaim", plan["storage"]["claimName"], self.ns) is None:
+                return self._pending("VolumeNotFound", f"spec.storage.pvc.claimName: PersistentVolumeClaim "
+                                                       f"{self.ns}/{plan['storage']['claimName']} does not exist")
+            if not self.image:
+                return self._pending("NoJobImage", "the operator does not know its image for the follower: set "
+                                                   "KARMADA_OPERATOR_IMAGE in its Deployment")
+        suspend = bool(self.spec.get("suspend"))
+        want = eb_continuous.deployment_manifest(eb_continuous.follower_plan(plan), self.image,
+                                                 None if self.creator else self.backup, self.pull_policy, suspend)
+        events = []
+        if existing is None:
+            (self.creator or self.kube).create(want)
+            events.append(self._event("ContinuousBackupStarted", f"Deployment {name} follows etcd into the "
+                                                                 f"{plan['storage']['type']} store"))
+        elif ((existing["metadata"].get("annotations") or {}).get(eb_continuous.ANN_PLAN_HASH)
+              != want["metadata"]["annotations"][eb_continuous.ANN_PLAN_HASH]
+              or (existing.get("spec") or {}).get("replicas") != want["spec"]["replicas"]):
+            want["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+            want["metadata"]["ownerReferences"] = existing["metadata"].get("ownerReferences") or \
+                want["metadata"].get("ownerReferences") or []
+            self.kube.replace(want)
+            events.append(self._event("ContinuousBackupUpdated", f"Deployment {name} rolled for the new spec"
+                                      + (" (suspended: no follower runs)" if suspend else "")))
+        if suspend:
+            state, ready = {"phase": "Suspended"}, {"type": eb_status.CONDITION_READY, "status": "False",
+                                                     "reason": "Suspended", "message": "spec.suspend: no follower "
+                                                     "runs; changes since the last delta are only in etcd"}
+        else:
+            pods = [p for p in self.kube.list("v1", "Pod", self.ns, label_selector=(
+                f"{LABEL_BACKUP}={self.name},app.kubernetes.io/component=continuous-backup"))
+                if not p["metadata"].get("deletionTimestamp")]
+            pods.sort(key=lambda p: p["metadata"].get("creationTimestamp") or "")
+            pod = pods[-1] if pods else None
+            phase = ((pod or {}).get("status") or {}).get("phase", "")
+            log = ""
+            if pod is not None and phase == "Running":
+                try:
+                    log = self.kube.pod_log(pod["metadata"]["name"], self.ns, CONTAINER, tail_lines=20)
+                except KubeError:
+                    log = ""
+            state, ready = eb_continuous.status_fields(eb_continuous.last_report(log), phase, self.now)
+            if pod is not None:
+                state["pod"] = pod["metadata"]["name"]
+        out = eb_continuous.merge_status(self.status, state, ready, self.generation, self.now)
+        return Outcome(out, events, action="continuous", changed=bool(events))
 
     def _record(self, job: Mapping[str, Any], done: str, karmada: Mapping[str, Any] | None) -> Outcome:
         name = job["metadata"]["name"]

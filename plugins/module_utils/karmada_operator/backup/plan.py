@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +35,35 @@ OPERATOR_PYTHONPATH = "/opt/ansible/plugins/module_utils"
 def job_program(module: str) -> dict[str, Any]:
     """The container fields that run ``python3 -m <module>`` from the operator image."""
     return {"command": ["python3", "-m", module], "env": [{"name": "PYTHONPATH", "value": OPERATOR_PYTHONPATH}]}
+
+# spec.continuous defaults (the CRD states the same; a unit test checks they agree)
+CONTINUOUS_DEFAULTS = {"deltaInterval": "20s", "deltaMaxBytes": 10 * 1024 * 1024, "fullAfterDeltas": 1000,
+                       "fullAfterBytes": 1024 * 1024 * 1024}
+DELTA_INTERVAL_RANGE = (1, 600)  # seconds
+
+
+def parse_duration(text: str) -> float:
+    """``20s``, ``1m``, ``1m30s``, ``500ms`` (the forms the CRD admits) in seconds."""
+    parts = re.findall(r"([0-9]+)(ms|s|m|h)", str(text))
+    if not parts or "".join(n + u for n, u in parts) != str(text):
+        raise ValueError(f"{text!r} is not a duration like 20s, 1m or 1m30s")
+    scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    return sum(int(n) * scale[u] for n, u in parts)
+
+
+def continuous_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec.continuous`` with its defaults, as the follower reads it (plan.continuous)."""
+    c = {**CONTINUOUS_DEFAULTS, **{k: v for k, v in (spec or {}).items() if v is not None}}
+    try:
+        interval = parse_duration(c["deltaInterval"])
+    except ValueError as exc:
+        raise BackupPlanError("spec.continuous.deltaInterval", str(exc)) from exc
+    low, high = DELTA_INTERVAL_RANGE
+    if not low <= interval <= high:
+        raise BackupPlanError("spec.continuous.deltaInterval", f"must be between {low}s and {high // 60}m")
+    return {"deltaIntervalSeconds": interval, "deltaMaxBytes": int(c["deltaMaxBytes"]),
+            "fullAfterDeltas": int(c["fullAfterDeltas"]), "fullAfterBytes": int(c["fullAfterBytes"])}
+
 
 class BackupPlanError(ValueError):
     """The EtcdBackup (or what it refers to) cannot be acted on. ``field`` names the spec path,
@@ -122,6 +152,11 @@ def backup_plan(backup_cr: Mapping[str, Any], karmada_cr: Mapping[str, Any] | No
         "jobName": job_name(name, when, seconds=scheduled_time is None),
         "jobResources": copy.deepcopy(spec.get("jobResources") or DEFAULT_JOB_RESOURCES),
     }
+    if spec.get("continuous") is not None:
+        if schedule:
+            raise BackupPlanError("spec.schedule", "spec.continuous takes its own full snapshots: leave "
+                                                   "spec.schedule empty")
+        plan["continuous"] = continuous_settings(spec["continuous"])
     return plan
 
 

@@ -1,0 +1,64 @@
+"""The pod a backup runs in (a backup Job's, the continuous backup's follower's): the one home
+of its container, volumes and labels. Controller side."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from karmada_operator.backup import plan as eb_plan
+from karmada_operator.kube import ownership
+
+API_VERSION = "operator.karmada.io/v1alpha1"
+KIND = "EtcdBackup"
+LABEL_BACKUP = "operator.karmada.io/etcd-backup"
+CONTAINER = "backup"
+STAGING_DIR = "/var/run/etcd-backup"
+
+
+def _secret_volume(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": name, "secret": {"secretName": spec["secretName"], "items": spec["items"], "defaultMode": 0o400}}
+
+
+def pod_parts(plan: Mapping[str, Any], image: str, pull_policy: str, program: Mapping[str, Any],
+              env: list[dict[str, str]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The container and volumes of a pod that runs ``program`` on ``plan`` (a backup Job, the
+    continuous backup's follower).
+
+    It mounts exactly what the run reads: three keys of the etcd client Secret, the S3
+    credentials (and CA) or the PVC, and an emptyDir where etcdctl stages the snapshot. It
+    runs as root with every capability dropped: volumes from provisioners that ignore fsGroup
+    (hostPath) are writable only by their owner, root.
+    """
+    volumes = [_secret_volume("etcd-tls", plan["etcd"]["tls"]), {"name": "staging", "emptyDir": {}}]
+    mounts = [{"name": "etcd-tls", "mountPath": plan["etcd"]["tls"]["mountPath"], "readOnly": True},
+              {"name": "staging", "mountPath": STAGING_DIR}]
+    storage = plan["storage"]
+    if storage["type"] == "pvc":
+        volumes.append({"name": "store", "persistentVolumeClaim": {"claimName": storage["claimName"]}})
+        mounts.append({"name": "store", "mountPath": storage["mountPath"]})
+    else:
+        volumes.append(_secret_volume("s3-credentials", storage["credentials"]))
+        mounts.append({"name": "s3-credentials", "mountPath": storage["credentials"]["mountPath"], "readOnly": True})
+        if storage.get("caBundle"):
+            volumes.append(_secret_volume("s3-ca", storage["caBundle"]))
+            mounts.append({"name": "s3-ca", "mountPath": storage["caBundle"]["mountPath"], "readOnly": True})
+    container = {
+        "name": CONTAINER, "image": image, "imagePullPolicy": pull_policy,
+        "command": program["command"],
+        "env": [*program["env"], {"name": "ETCD_BACKUP_PLAN", "value": json.dumps(plan, sort_keys=True)},
+                {"name": "ETCD_BACKUP_STAGING_DIR", "value": STAGING_DIR}, *env,
+                {"name": "HOME", "value": STAGING_DIR}],
+        "volumeMounts": mounts,
+        "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True},
+        "resources": plan.get("jobResources") or eb_plan.DEFAULT_JOB_RESOURCES,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    return container, volumes
+
+
+def pod_labels(plan: Mapping[str, Any]) -> dict[str, str]:
+    return {LABEL_BACKUP: plan["backup"]["name"], "app.kubernetes.io/name": "etcd-backup",
+            ownership.MANAGED_BY_LABEL: ownership.MANAGED_BY, "app.kubernetes.io/instance": plan["source"]["name"]}
