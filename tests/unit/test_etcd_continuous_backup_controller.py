@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_etcd_backup_controller import backup, karmada, s3_storage
 
 from karmada_operator.backup import continuous_controller as cc
 from karmada_operator.backup import plan as eb_plan
-from test_etcd_backup_controller import backup, karmada, s3_storage
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 3, 10, 12, 0, 30, tzinfo=UTC)
