@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from karmada_operator.backup import deltas
+from karmada_operator.backup import store as store_lib
 from karmada_operator.members.join import host_agent_name
 from karmada_operator.pki.pki import issued_by, load_cert
 from karmada_operator.plan.plan import APISERVER_PORT
@@ -255,6 +257,75 @@ def test_wrong_s3_credentials_fail_with_a_reason_and_are_retried(env: Env):
                      '{"spec": {"retention": {"maxBackups": 3}}}')
     b = env.wait_backup("bad-creds", succeeded, 400, "Succeeded after the fix")
     assert b["status"]["failedAttempts"] == 0
+
+
+def source_etcd(host: HostCluster, *args: str) -> str:
+    """etcdctl in the source's etcd member with the member's certificate."""
+    return host.kubectl("exec", "-n", NS, f"{NAME}-etcd-0", "-c", "etcd", "--", "etcdctl",
+                        "--endpoints=https://127.0.0.1:2379", f"--cacert={ETCD_PKI}/ca.crt",
+                        f"--cert={ETCD_PKI}/server.crt", f"--key={ETCD_PKI}/server.key", *args,
+                        timeout=300).stdout
+
+
+def test_continuous_backup_to_s3_holds_every_change_up_to_its_last_delta(env: Env, tmp_path: Path):
+    """spec.continuous: the follower's full snapshots and deltas in S3, read with boto3 and replayed
+    here, equal etcd's own keys at a revision after the last write; fulls roll over and retention
+    keeps whole chains; suspend stops the follower (after writing what it holds)."""
+    bucket = env.s3.create_bucket()
+    env.apply(etcd_backup("continuous", s3_storage(env, bucket, "cont"), retention={"maxBackups": 2},
+                          continuous={"deltaInterval": "2s", "fullAfterDeltas": 3}))
+    following = env.wait_backup("continuous", lambda b: b.get("status", {}).get("continuous", {}).get(
+        "phase") == "Following", 300, "the follower Following")
+    assert condition(following, "Ready")["reason"] == "ContinuousBackup"
+    # Changes through karmada-apiserver over several delta intervals: creates, updates, deletes.
+    for round_ in range(5):
+        env.fleet.karmadactl("apply", "-f", "-", input=yaml.safe_dump_all(
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": f"cont-{round_}-{i}", "namespace": "default"},
+             "data": {"round": str(round_), "i": str(i)}} for i in range(8)))
+        if round_:
+            env.fleet.karmadactl("delete", "configmap", "-n", "default", f"cont-{round_ - 1}-0")
+        time.sleep(2)  # the writer's pace: spread over several deltas
+    end = json.loads(source_etcd(env.host, "endpoint", "status", "-w", "json"))[0]["Status"]["header"]["revision"]
+    b = env.wait_backup("continuous", lambda b: b["status"].get("continuous", {}).get("deltaRevision", 0) >= end,
+                        120, f"a delta written past revision {end}")
+    state = b["status"]["continuous"]
+    print(f"\ncontinuous backup: {state}")
+    # suspend: the follower writes what it holds and stops; the store is then read at rest.
+    env.host.kubectl("patch", "etcdbackup", "continuous", "-n", NS, "--type=merge", "-p",
+                     '{"spec": {"suspend": true}}')
+    env.wait_backup("continuous", lambda b: b["status"].get("continuous", {}).get("phase") == "Suspended", 120,
+                    "Suspended")
+    assert env.host.get("deployment", "continuous-continuous", "-n", NS)["spec"]["replicas"] == 0
+    wait_for(lambda: not env.host.get("pods", "-n", NS, "-l", "app.kubernetes.io/component=continuous-backup")[
+        "items"], 120, "the follower's pod gone")
+    # What the store holds, latest: the newest full (boto3 behind the store) plus its deltas ...
+    store = store_lib.store_from_spec(s3_storage(env, bucket, "cont"),
+                                      credentials=store_lib.S3Credentials(env.s3.access_key, env.s3.secret_key))
+    point = deltas.choose_point(store.list(), lambda f: deltas.load_chain(store, f))
+    assert point.revision >= end, (point.revision, end)
+    store.fetch_to_file(point.full.name, tmp_path / "full.db")
+    kvs = {k: kv.value for k, kv in read_keys(tmp_path / "full.db").kvs.items()}
+    for rev in point.revisions:
+        for event in rev.events:
+            if event[0] == deltas.PUT:
+                kvs[event[1]] = event[2]
+            else:
+                kvs.pop(event[1], None)
+    # ... equals what etcd itself held at that revision.
+    truth = etcd_keys_json(source_etcd(env.host, "get", "--prefix", "", f"--rev={point.revision}", "-w", "json"))
+    want = {k: kv.value for k, kv in truth.kvs.items()}
+    differ = sorted(k for k in set(kvs) | set(want) if kvs.get(k) != want.get(k))
+    assert not differ, differ[:10]
+    names = {k.decode().rsplit("/", 1)[1] for k in kvs if k.startswith(b"/registry/configmaps/default/cont-")}
+    assert names == {f"cont-{r}-{i}" for r in range(5) for i in range(8)} - {f"cont-{r}-0" for r in range(4)}
+    print(f"store: full {point.full.name} at revision {point.full.revision} + {len(point.revisions)} revisions "
+          f"replayed = etcd's {len(want)} keys at revision {point.revision} (last write at {end})")
+    # Fulls rolled over after three deltas; retention kept two whole chains and no stray delta.
+    keys = [o["Key"] for o in env.s3.client().list_objects_v2(Bucket=bucket).get("Contents", [])]
+    fulls = sorted(k for k in keys if k.endswith(".db"))
+    assert state["fulls"] >= 2 and len(fulls) == 2, (state, fulls)
+    assert all(k.split(".delta.")[0] in fulls for k in keys if ".delta." in k)
 
 
 def test_a_schedule_every_minute_keeps_max_backups_in_the_store_and_in_status(env: Env):
