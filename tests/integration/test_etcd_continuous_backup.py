@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from test_etcd_backup_run import JOB_PYTHONPATH, ROOT, s3_env, s3_plan, volume_plan
 
-from karmada_operator.backup import continuous, deltas, job
+from karmada_operator.backup import continuous, deltas, job, point_restore
 from support.etcd_cluster import load_module, run_restore, start_cluster, start_restored
 
 INTERVAL = 1.0
@@ -87,16 +87,16 @@ def run(etcd, s3_server, tmp_path_factory):
     thread = threading.Thread(target=follower.run, args=(stop,), daemon=True)
     thread.start()
     acked: list[tuple[bytes, bytes, float]] = []  # key, value, when acknowledged
-    mid: dict = {}
+    reads: list[dict] = []  # reads during the run: a restore to their revision must equal them
     started = time.monotonic()
     i = 0
     while time.monotonic() - started < 12:
         key, value = f"/registry/w/{i % 150:04d}".encode(), f"v{i}".encode()
         client.put(key, value)
         acked.append((key, value, time.time()))
-        if i == 120:
-            mid["revision"] = client.range("/registry/w/0000")["revision"]
-            mid["keys"] = everything(client, b"/registry/", mid["revision"])
+        if i % 40 == 20:
+            revision = client.range("/registry/w/0000")["revision"]
+            reads.append({"revision": revision, "keys": everything(client, b"/registry/", revision)})
         i += 1
         time.sleep(max(0.0, started + i / RATE - time.monotonic()))
     killed_at = time.time()
@@ -106,7 +106,8 @@ def run(etcd, s3_server, tmp_path_factory):
     stop.set()
     thread.join(timeout=60)
     assert not thread.is_alive()
-    yield {"plan": plan, "store": store, "acked": acked, "killed_at": killed_at, "mid": mid, "lines": lines}
+    yield {"plan": plan, "store": store, "acked": acked, "killed_at": killed_at, "reads": reads,
+           "lines": lines}
     store.close()
 
 
@@ -144,11 +145,16 @@ def test_latest_restore_loses_only_the_last_interval(run, etcd, bin_path, tmp_pa
     assert all(restored.get(f"/registry/seed/{i:04d}".encode()) == f"seed-{i}".encode() for i in range(100))
 
 
+def mid_read(run) -> dict:
+    """A read taken during the run at a revision the kept chains hold, not their last one."""
+    oldest = min(s.revision for s in run["store"].list())
+    read = next((r for r in run["reads"] if r["revision"] >= oldest), None)
+    assert read is not None, f"no read at or after the oldest kept full ({oldest}): keep more chains"
+    return read
+
+
 def test_a_restore_to_a_revision_equals_a_read_at_it(run, etcd, bin_path, tmp_path):
-    store, mid = run["store"], run["mid"]
-    fulls = [s for s in store.list() if s.revision <= mid["revision"]]
-    if not fulls:
-        pytest.fail(f"retention dropped every full before revision {mid['revision']}: keep more for this test")
+    store, mid = run["store"], mid_read(run)
     point = deltas.choose_point(store.list(), lambda f: deltas.load_chain(store, f), revision=mid["revision"])
     assert point.revision == mid["revision"]
     assert restore_point(point, store, bin_path, etcd, tmp_path) == mid["keys"]
@@ -181,3 +187,32 @@ def test_the_program_backs_up_and_writes_what_it_holds_on_sigterm(bin_path, tmp_
         assert deltas.check_consecutive(full.revision, deltas.load_chain(store, full)) == last
     finally:
         cluster.close()
+
+
+@pytest.mark.parametrize("where", ["mid", "latest"])
+def test_a_point_becomes_one_snapshot_that_restores_like_any(run, etcd, bin_path, tmp_path, where):
+    """point_restore.prepare: the chain replayed in a throw-away etcd (the pinned binary, loopback
+    only) and committed as one snapshot; restored with etcdutl alone it holds the point's keys."""
+    store = run["store"]
+    mid = mid_read(run)
+    revision = mid["revision"] if where == "mid" else 0
+    prepared = point_restore.prepare(store, "nightly", f"restore-{where}.db", tmp_path / "work", bin_path("etcd"),
+                                     bin_path("etcdutl"), revision=revision)
+    latest = deltas.choose_point(store.list(), lambda f: deltas.load_chain(store, f))
+    assert prepared.point_revision == (mid["revision"] if where == "mid" else latest.revision)
+    assert store.get(f"restore-{where}.db").sha256 == prepared.snapshot.sha256
+    assert prepared.snapshot.keys is not None  # counted at its revision, for the restore's verification
+    print(f"\n{where}: {prepared.as_dict()['replayed']} in {prepared.seconds}")
+    got = restore_point(deltas.Point(prepared.snapshot, ()), store, bin_path, etcd, tmp_path)
+    if where == "mid":
+        assert got == mid["keys"]
+    else:
+        assert got == restore_point(latest, store, bin_path, etcd, tmp_path / "direct")
+    store.delete(f"restore-{where}.db")
+
+
+def test_a_point_the_backup_does_not_hold_is_refused(run, bin_path, tmp_path):
+    with pytest.raises(point_restore.PrepareFailed) as failed:
+        point_restore.prepare(run["store"], "nightly", "restore-early.db", tmp_path, bin_path("etcd"),
+                              bin_path("etcdutl"), revision=3)
+    assert failed.value.reason == "PointNotInBackup" and "no full snapshot at or before revision 3" in str(failed.value)
