@@ -77,16 +77,7 @@ def deployment_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str,
 
 def last_report(log: str) -> dict[str, Any] | None:
     """The follower's last JSON line with an ``event``."""
-    for line in reversed((log or "").strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                doc = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(doc, dict) and "event" in doc:
-                return doc
-    return None
+    return eb_pod.last_json_line(log, "event")
 
 
 def status_fields(report: Mapping[str, Any] | None, pod_phase: str, now: datetime) -> tuple[dict[str, Any], dict]:

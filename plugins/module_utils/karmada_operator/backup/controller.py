@@ -22,7 +22,6 @@ docs/backup-restore.md "How a backup runs". Pure helpers (``job_manifest``, ``ba
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +32,15 @@ from karmada_operator.backup import continuous_controller as eb_continuous
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.backup import schedule as eb_schedule
 from karmada_operator.backup import status as eb_status
-from karmada_operator.backup.pod import API_VERSION, CONTAINER, KIND, LABEL_BACKUP, pod_labels, pod_parts
+from karmada_operator.backup.pod import (
+    API_VERSION,
+    CONTAINER,
+    KIND,
+    LABEL_BACKUP,
+    last_json_line,
+    pod_labels,
+    pod_parts,
+)
 from karmada_operator.etcd import lease as eb_lease
 from karmada_operator.kube import conditions as k8s_conditions
 from karmada_operator.kube.client import Kube, KubeError, owner_reference
@@ -101,16 +108,7 @@ def job_finished(job: Mapping[str, Any]) -> str:
 
 def result_line(log: str) -> dict[str, Any] | None:
     """The Job's result: the last line of its log that is a JSON object with ``ok``."""
-    for line in reversed((log or "").strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                doc = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(doc, dict) and "ok" in doc:
-                return doc
-    return None
+    return last_json_line(log, "ok")
 
 
 @dataclass
@@ -290,6 +288,22 @@ class BackupReconciler:
                 return str(other["metadata"]["name"])
         return ""
 
+    def _invalid(self, exc: eb_plan.BackupPlanError) -> Outcome:
+        out = self._status(error=exc)
+        out["phase"] = "Failed"
+        return Outcome(out, [self._event(exc.reason, str(exc), warning=True)], action="invalid")
+
+    def _missing(self, plan: Mapping[str, Any], what: str) -> Outcome | None:
+        """Waiting for what the pod needs before it can be made: the claim, the image."""
+        if plan["storage"]["type"] == "pvc" and \
+                self.kube.get("v1", "PersistentVolumeClaim", plan["storage"]["claimName"], self.ns) is None:
+            return self._pending("VolumeNotFound", f"spec.storage.pvc.claimName: PersistentVolumeClaim "
+                                                   f"{self.ns}/{plan['storage']['claimName']} does not exist")
+        if not self.image:
+            return self._pending("NoJobImage", f"the operator does not know its image for {what}: set "
+                                               "KARMADA_OPERATOR_IMAGE in its Deployment")
+        return None
+
     def _event(self, reason: str, message: str, warning: bool = False) -> dict[str, str]:
         return {"type": "Warning" if warning else "Normal", "reason": reason, "message": message}
 
@@ -337,20 +351,14 @@ class BackupReconciler:
         try:
             plan = eb_plan.backup_plan(self.backup, karmada, now=self.now)
         except eb_plan.BackupPlanError as exc:
-            out = self._status(error=exc)
-            out["phase"] = "Failed"
-            return Outcome(out, [self._event(exc.reason, str(exc), warning=True)], action="invalid")
+            return self._invalid(exc)
         if existing is None:
             ok, why = etcd_ready(karmada or {}, any_generation=True)
             if not ok:
                 return self._pending("EtcdNotReady", f"waiting to start the continuous backup: {why}")
-            if plan["storage"]["type"] == "pvc" and \
-                    self.kube.get("v1", "PersistentVolumeClaim", plan["storage"]["claimName"], self.ns) is None:
-                return self._pending("VolumeNotFound", f"spec.storage.pvc.claimName: PersistentVolumeClaim "
-                                                       f"{self.ns}/{plan['storage']['claimName']} does not exist")
-            if not self.image:
-                return self._pending("NoJobImage", "the operator does not know its image for the follower: set "
-                                                   "KARMADA_OPERATOR_IMAGE in its Deployment")
+            missing = self._missing(plan, "the follower")
+            if missing is not None:
+                return missing
         suspend = bool(self.spec.get("suspend"))
         want = eb_continuous.deployment_manifest(eb_continuous.follower_plan(plan), self.image,
                                                  None if self.creator else self.backup, self.pull_policy, suspend)
@@ -455,20 +463,14 @@ class BackupReconciler:
             plan = eb_plan.backup_plan(self.backup, karmada, scheduled_time=decision.scheduled_time
                                   if self.spec.get("schedule") else None, now=self.now)
         except eb_plan.BackupPlanError as exc:
-            out = self._status(error=exc)
-            out["phase"] = "Failed"
-            return Outcome(out, [self._event(exc.reason, str(exc), warning=True)], action="invalid")
+            return self._invalid(exc)
         ok, why = etcd_ready(karmada or {}, any_generation=PRE_UPGRADE_ANNOTATION in (
             (self.backup.get("metadata") or {}).get("annotations") or {}))
         if not ok:
             return self._pending("EtcdNotReady", f"waiting to back up: {why}")
-        if plan["storage"]["type"] == "pvc" and \
-                self.kube.get("v1", "PersistentVolumeClaim", plan["storage"]["claimName"], self.ns) is None:
-            return self._pending("VolumeNotFound", f"spec.storage.pvc.claimName: PersistentVolumeClaim "
-                                                   f"{self.ns}/{plan['storage']['claimName']} does not exist")
-        if not self.image:
-            return self._pending("NoJobImage", "the operator does not know its image for the backup Job: set "
-                                               "KARMADA_OPERATOR_IMAGE in its Deployment")
+        missing = self._missing(plan, "the backup Job")
+        if missing is not None:
+            return missing
         if self.spec.get("schedule"):
             waiting = self._on_demand_waiting()
             if waiting:  # a frequent schedule would otherwise take the lock back every tick

@@ -62,3 +62,18 @@ def pod_parts(plan: Mapping[str, Any], image: str, pull_policy: str, program: Ma
 def pod_labels(plan: Mapping[str, Any]) -> dict[str, str]:
     return {LABEL_BACKUP: plan["backup"]["name"], "app.kubernetes.io/name": "etcd-backup",
             ownership.MANAGED_BY_LABEL: ownership.MANAGED_BY, "app.kubernetes.io/instance": plan["source"]["name"]}
+
+
+def last_json_line(log: str, key: str) -> dict[str, Any] | None:
+    """The last line of a pod's log that is a JSON object with ``key`` (a Job's result: ``ok``;
+    the follower's report: ``event``)."""
+    for line in reversed((log or "").strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and key in doc:
+                return doc
+    return None
