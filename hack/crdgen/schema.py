@@ -1229,8 +1229,20 @@ def etcd_restore_spec() -> Schema:
                 "Which snapshot: a backup's (latest or a named one) or an explicit location.",
                 {
                     "backupRef": local_ref("the EtcdBackup whose snapshot is restored"),
-                    "snapshot": s("With backupRef: latest, or a snapshot file name from its status.",
+                    "snapshot": s("With backupRef: latest, or a snapshot file name from its status. Of a "
+                                  "continuous EtcdBackup, latest is its newest full snapshot and every change "
+                                  "after it in the store.",
                                   maxLength=253, default="latest", pattern=r"^[A-Za-z0-9._-]+$"),
+                    "revision": s("With a continuous EtcdBackup: restore etcd as it was at this revision (the "
+                                  "newest full snapshot at or before it, and the changes after it up to it).",
+                                  "integer", format="int64", minimum=1),
+                    "time": s("With a continuous EtcdBackup: restore etcd as it was at this time (every change "
+                              "the backup received at or before it).", format="date-time"),
+                    "backupName": s("With location: the name of the continuous EtcdBackup whose chains (full "
+                                    "snapshots <name>-<time>.db and their deltas) are in the store; location is "
+                                    "then their directory (pvc://claim/dir or s3://bucket/prefix), e.g. in a new "
+                                    "site where that EtcdBackup does not exist. Latest, or revision, or time.",
+                                    minLength=1, maxLength=253, pattern=DNS1123_SUBDOMAIN),
                     "s3": obj("Endpoint and credentials of an s3:// location (its bucket and key come from it).", {
                         "endpoint": s("Endpoint URL.", maxLength=2048, pattern=r"^https?://.+$"),
                         "region": s("Region.", maxLength=63),
@@ -1253,6 +1265,15 @@ def etcd_restore_spec() -> Schema:
                 **{"x-kubernetes-validations": [
                     cel("has(self.backupRef) != has(self.location)",
                         "exactly one of source.backupRef or source.location must be set"),
+                    cel("!(has(self.revision) && has(self.time))",
+                        "source.revision and source.time are two ways to name a point: set one"),
+                    cel("!(has(self.revision) || has(self.time)) || has(self.backupName) || "
+                        "(has(self.backupRef) && self.snapshot == 'latest')",
+                        "source.revision and source.time name a point in a continuous backup: they go with "
+                        "source.backupRef and no snapshot name, or with source.location and source.backupName"),
+                    cel("!has(self.backupName) || has(self.location)",
+                        "source.backupName names the continuous backup whose chains are at source.location: set "
+                        "location to their directory"),
                     cel("!has(self.s3) || (has(self.location) && self.location.startsWith('s3://'))",
                         "source.s3 goes with an s3:// source.location", fieldPath=".s3"),
                     cel("!has(self.location) || !self.location.startsWith('s3://') || has(self.s3)",
@@ -1290,6 +1311,19 @@ def etcd_restore_status() -> Schema:
             "name": s("Name in the store."), "sha256": s("sha256, checked before anything was written."),
             "sizeBytes": s("Size.", "integer", format="int64"),
             "revision": s("Revision in the snapshot.", "integer", format="int64"),
+        }),
+        "point": obj("A restore to a point of a continuous backup: what it was prepared from.", {
+            "observedGeneration": s("The spec generation it was prepared for.", "integer", format="int64"),
+            "full": s("The full snapshot the chain starts from."),
+            "revision": s("The source's revision restored to (the last change included).", "integer",
+                          format="int64"),
+            "time": s("When the backup received that change.", format="date-time"),
+            "revisionsReplayed": s("Revisions replayed on the full snapshot.", "integer", format="int64"),
+            "snapshot": obj("The snapshot the point was prepared as (every member is seeded from it).", {
+                "name": s("Name in the store."), "sha256": s("sha256."), "location": s("Where it is."),
+                "revision": s("Its own revision (the replay numbers revisions itself).", "integer",
+                              format="int64"),
+            }),
         }),
         "seededAt": s("When every member's volume was seeded.", format="date-time"),
         "seededMembers": arr("Each member as its restore Job reported it.", obj("A member.", {

@@ -238,8 +238,10 @@ build_image() {
   args=(--out "$OUT" --ref "$IMG" --layer "$base/layer.tar" --root-mode 755
     --file "$ANSIBLE_OPERATOR_BIN:/usr/local/bin/ansible-operator:755"
     # The backup and restore Jobs run this image: etcdctl takes snapshots over gRPC and
-    # etcdutl restores them (the pinned etcd build, as the Dockerfile copies from etcd's image).
+    # etcdutl restores them, etcd replays a continuous backup's point (the pinned etcd build,
+    # as the Dockerfile copies from etcd's image).
     --file "$KO_LINKS/etcdctl:/usr/local/bin/etcdctl:755" --file "$KO_LINKS/etcdutl:/usr/local/bin/etcdutl:755"
+    --file "$KO_LINKS/etcd:/usr/local/bin/etcd:755"
     # The top layer re-declares HOME's directory entry: it must keep the base's owner and
     # mode, or the operator could not write to its HOME.
     --dir "${OP_HOME#/}:775:$OP_UID:0"
@@ -255,7 +257,7 @@ build_image() {
     printf '%s\n' "${args[@]}"
     head -n2 "$base/layer.tar.stamp"
     sha256sum "$TESTENV_HACK/oci_image.py" "$self"
-    stat -L -c '%s %Y' "$ANSIBLE_OPERATOR_BIN" "$KO_LINKS/etcdctl" "$KO_LINKS/etcdutl"
+    stat -L -c '%s %Y' "$ANSIBLE_OPERATOR_BIN" "$KO_LINKS/etcdctl" "$KO_LINKS/etcdutl" "$KO_LINKS/etcd"
     cd "$root" && find "${APP_FILES[@]}" "${APP_TREES[@]}" \( -name __pycache__ -o -name '*.pyc' \) -prune -o \
       -printf '%p %y %m %l\n' -type f -exec sha256sum {} + | LC_ALL=C sort
   } | sha256sum | cut -c1-64)

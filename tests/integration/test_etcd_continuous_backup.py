@@ -185,6 +185,18 @@ def test_the_program_backs_up_and_writes_what_it_holds_on_sigterm(bin_path, tmp_
         store = job.open_store(plan, {})
         full = store.get(first["full"])
         assert deltas.check_consecutive(full.revision, deltas.load_chain(store, full)) == last
+        # The point's Job program on that store, twice (a retried Job makes its snapshot again).
+        point_plan = {"format": 1, "storage": plan["storage"], "snapshot": {"name": "cli-point.db"},
+                      "point": {"prefix": "cli", "revision": 0, "timeMs": 0}, "workDir": str(tmp_path / "point")}
+        for _ in range(2):
+            done = subprocess.run([sys.executable, "-m", "karmada_operator.backup.point_restore"], cwd=ROOT,
+                                  env={**env, "ETCD_RESTORE_PLAN": json.dumps(point_plan),
+                                       "ETCD_PATH": bin_path("etcd"), "ETCDUTL_PATH": bin_path("etcdutl")},
+                                  capture_output=True, text=True, timeout=120)
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            assert done.returncode == 0 and result["ok"], (done.stdout, done.stderr[-2000:])
+            assert result["pointRevision"] == last and result["full"] == first["full"]
+            assert store.get("cli-point.db").sha256 == result["snapshot"]["sha256"]
     finally:
         cluster.close()
 

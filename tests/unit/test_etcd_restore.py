@@ -203,3 +203,62 @@ def test_values_missing_from_the_snapshot_or_the_members_fail_the_verification()
     assert "restoredRevision" not in unknown
     nobody = er.verification(SNAP, [], COUNTS, BUMP)
     assert nobody["unreadable"] == ["the members' restore results (none recorded)"]
+
+
+def continuous_backup():
+    cr = backup()
+    cr["spec"]["continuous"] = {"deltaInterval": "20s"}
+    return cr
+
+
+def test_latest_of_a_continuous_backup_is_a_point_prepared_first():
+    src = er.resolve_source(restore(), continuous_backup())
+    assert src["snapshot"] == "move-point.db" and src["sha256"] == ""
+    assert src["point"] == {"prefix": "nightly", "revision": 0, "timeMs": 0, "asked": "latest"}
+    at = er.resolve_source(restore(source={"backupRef": {"name": "nightly"}, "snapshot": "latest",
+                                           "time": "2026-03-01T02:00:00Z"}), continuous_backup())
+    assert at["point"]["timeMs"] == 1772330400000 and at["point"]["asked"] == "time 2026-03-01T02:00:00Z"
+    rev = er.resolve_source(restore(source={"backupRef": {"name": "nightly"}, "snapshot": "latest",
+                                            "revision": 4711}), continuous_backup())
+    assert rev["point"]["revision"] == 4711 and rev["point"]["asked"] == "revision 4711"
+
+
+def test_a_point_needs_a_continuous_backup():
+    with pytest.raises(er.RestoreError, match="is not continuous"):
+        er.resolve_source(restore(source={"backupRef": {"name": "nightly"}, "snapshot": "latest",
+                                          "revision": 5}), backup(SNAPS))
+    with pytest.raises(er.RestoreError, match="set backupRef"):
+        er.resolve_source(restore(source={"location": "pvc://c/x.db", "revision": 5}), None)
+
+
+def test_the_points_job_writes_to_the_store_and_has_no_member_volume():
+    kd = karmada(etcd={"local": {"replicas": 3}})
+    plan = er.restore_plan(restore(), kd, er.resolve_source(restore(), continuous_backup()))
+    assert plan["pointJob"] == "move-point" and plan["point"]["prefix"] == "nightly"
+    job = er.point_job_manifest(plan, "example/op:1")
+    pod = job["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in pod["volumes"]}
+    assert set(vols) == {"staging", "store"}
+    assert vols["store"]["persistentVolumeClaim"] == {"claimName": "etcd-backups"}  # written: not read-only
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    assert pod["containers"][0]["command"] == ["python3", "-m", "karmada_operator.backup.point_restore"]
+    assert json.loads(env["ETCD_RESTORE_PLAN"]) == {
+        "format": er.PLAN_FORMAT, "storage": plan["storage"], "point": plan["point"],
+        "snapshot": {"name": "move-point.db"}, "workDir": f"{er.STAGING_DIR}/point"}
+    prepared = er.with_prepared(plan, {"snapshot": {"name": "move-point.db", "sha256": "c" * 64,
+                                                    "location": "pvc://etcd-backups/karmada/move-point.db"}})
+    member = json.loads({e["name"]: e["value"] for e in er.job_manifest(prepared, prepared["members"][0], "op:1")[
+        "spec"]["template"]["spec"]["containers"][0]["env"]}["ETCD_RESTORE_PLAN"])
+    assert member["snapshot"]["sha256"] == "c" * 64  # the members check the prepared snapshot
+
+
+def test_a_point_from_a_location_names_the_backup_whose_chains_are_there():
+    conn = {"endpoint": "https://s3.example", "credentialsSecretRef": {"name": "creds"}}
+    src = er.resolve_source(restore(source={"location": "s3://bucket/dc1/move", "s3": conn,
+                                            "backupName": "nightly", "revision": 99}), None)
+    assert src["storage"]["s3"] == {**conn, "bucket": "bucket", "prefix": "dc1/move"}
+    assert src["point"] == {"prefix": "nightly", "revision": 99, "timeMs": 0, "asked": "revision 99"}
+    latest = er.resolve_source(restore(source={"location": "pvc://etcd-backups/karmada/", "backupName": "nightly"}),
+                               None)
+    assert latest["storage"] == {"pvc": {"claimName": "etcd-backups", "subPath": "karmada"}}
+    assert latest["point"]["asked"] == "latest" and latest["snapshot"] == "move-point.db"

@@ -16,17 +16,21 @@ point stands for is the source's revision and time, returned beside it.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from karmada_operator.backup import deltas
+from karmada_operator.backup import job as backup_job
 from karmada_operator.backup import runner as eb_runner
 from karmada_operator.backup import store as store_lib
 from karmada_operator.etcd.gateway import EtcdClient, EtcdError
@@ -150,3 +154,47 @@ def _wait_ready(client: EtcdClient, proc: subprocess.Popen, log: Path) -> None:
         if time.monotonic() > deadline:
             raise PrepareFailed(f"the replay etcd did not start in {START_TIMEOUT:.0f}s")
         time.sleep(0.2)
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None, out: Any = None) -> int:
+    """The point's Job (``python3 -m karmada_operator.backup.point_restore``): the plan
+    (restore.point_plan) in ``ETCD_RESTORE_PLAN``; one JSON result line, like the members' Jobs."""
+    env = os.environ if env is None else env
+    out = out or sys.stdout
+
+    def emit(doc: dict[str, Any], code: int) -> int:
+        line = json.dumps(doc, sort_keys=True)
+        out.write(line + "\n")
+        out.flush()
+        if env.get("ETCD_RESTORE_RESULT_FILE") and len(line) < 4000:
+            with contextlib.suppress(OSError):
+                Path(env["ETCD_RESTORE_RESULT_FILE"]).write_text(line + "\n")
+        return code
+
+    try:
+        plan = json.loads(env.get("ETCD_RESTORE_PLAN") or "")
+        point, name = plan["point"], plan["snapshot"]["name"]
+    except (ValueError, KeyError, TypeError) as exc:
+        return emit({"ok": False, "reason": "InvalidPlan", "message": f"ETCD_RESTORE_PLAN: {exc}"}, 2)
+    etcd = env.get("ETCD_PATH") or shutil.which("etcd") or "etcd"
+    etcdutl = env.get("ETCDUTL_PATH") or shutil.which("etcdutl") or "etcdutl"
+    store = None
+    try:
+        store = backup_job.open_store(plan, env)
+        with contextlib.suppress(store_lib.SnapshotNotFound):
+            store.get(name)
+            store.delete(name)  # left by an earlier attempt of this restore: its own name, made again
+        prepared = prepare(store, point["prefix"], name, Path(plan.get("workDir") or "/tmp/point"), etcd, etcdutl,
+                           revision=int(point.get("revision") or 0), time_ms=int(point.get("timeMs") or 0))
+        return emit(prepared.as_dict(), 0)
+    except PrepareFailed as exc:
+        return emit({"ok": False, "reason": exc.reason, "message": str(exc)}, 1)
+    except store_lib.StoreError as exc:
+        return emit({"ok": False, "reason": exc.reason, "message": str(exc)}, 1)
+    finally:
+        if store is not None:
+            store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

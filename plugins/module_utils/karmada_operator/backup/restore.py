@@ -44,6 +44,7 @@ ANN_FAILED = "operator.karmada.io/etcd-restore-failed"
 MEMBER_ROOT = "/var/lib/etcd-restore"  # each Job mounts its member's volume at MEMBER_ROOT/<member>
 STAGING_DIR = "/var/run/etcd-restore"
 RESTORE_PROGRAM = eb_plan.job_program("karmada_operator.backup.restore_job")
+POINT_PROGRAM = eb_plan.job_program("karmada_operator.backup.point_restore")
 DATA_SUBDIR = "data"  # the StatefulSet runs etcd with --data-dir=/var/lib/etcd/data on the volume
 PKI_KEYS = ("ca.crt", "ca.key", "sa.key", "sa.pub")
 # carried when the Secret has it: the key karmada-apiserver encrypted Secrets with (pki/encryption.py);
@@ -76,11 +77,28 @@ def resolve_source(restore: Mapping[str, Any], backup: Mapping[str, Any] | None)
     referenced). ``latest`` is the newest snapshot in the backup's status; a named snapshot
     need not be listed there (it is looked up in the store by the Job)."""
     source = (restore.get("spec") or {}).get("source") or {}
+    at_revision, at_time = int(source.get("revision") or 0), source.get("time") or ""
+    time_ms = 0
+    if at_time:
+        parsed = eb_plan.parse_rfc3339(at_time)
+        time_ms = int(parsed.timestamp() * 1000) if parsed else 0
+    asked = f"revision {at_revision}" if at_revision else f"time {at_time}" if at_time else "latest"
+    if (at_revision or at_time) and not (source.get("backupRef") or source.get("backupName")):
+        raise RestoreError("spec.source", "a point (revision or time) is restored from a continuous backup: set "
+                           "backupRef, or location and backupName")
     if source.get("backupRef"):
         ref = source["backupRef"].get("name") or ""
         if backup is None or _meta(backup).get("name") != ref:
             raise RestoreError("spec.source.backupRef.name", f"EtcdBackup {ref!r} not found in this namespace",
                                "BackupNotFound")
+        continuous = (backup.get("spec") or {}).get("continuous") is not None
+        if (at_revision or at_time) and not continuous:
+            raise RestoreError("spec.source", f"EtcdBackup {ref} is not continuous: it holds snapshots, not the "
+                               "changes between them; restore a snapshot, or back up with spec.continuous")
+        if continuous and (source.get("snapshot") or "latest") == "latest":
+            # the point becomes one snapshot first (point_restore.prepare, the restore's first Job)
+            return _point(restore, dict((backup.get("spec") or {}).get("storage") or {}), ref, at_revision,
+                          time_ms, asked)
         want = source.get("snapshot") or "latest"
         snaps = (backup.get("status") or {}).get("snapshots") or []
         if want == "latest":
@@ -96,9 +114,10 @@ def resolve_source(restore: Mapping[str, Any], backup: Mapping[str, Any] | None)
     if not location:
         raise RestoreError("spec.source", "set backupRef or location")
     parts = urlsplit(location)
-    path = parts.path.lstrip("/")
-    directory, name = posixpath.split(path)
-    if not name:
+    path = parts.path.lstrip("/").rstrip("/") if source.get("backupName") else parts.path.lstrip("/")
+    # with backupName the location is the directory of a continuous backup's chains
+    directory, name = (path, "") if source.get("backupName") else posixpath.split(path)
+    if not name and not source.get("backupName"):
         raise RestoreError("spec.source.location", f"{location!r} does not name a snapshot file")
     if parts.scheme == "pvc":
         storage: dict[str, Any] = {"pvc": {"claimName": parts.netloc, **({"subPath": directory} if directory else {})}}
@@ -109,7 +128,17 @@ def resolve_source(restore: Mapping[str, Any], backup: Mapping[str, Any] | None)
                                "credentialsSecretRef", "InvalidSpec")
         storage = {"s3": {**conn, "bucket": parts.netloc,
                           **({"prefix": directory} if directory else {})}}
+    if source.get("backupName"):
+        return _point(restore, storage, str(source["backupName"]), at_revision, time_ms, asked)
     return {"storage": storage, "snapshot": name, "sha256": "", "location": location}
+
+
+def _point(restore: Mapping[str, Any], storage: dict[str, Any], backup_name: str, revision: int, time_ms: int,
+           asked: str) -> dict[str, Any]:
+    """A point of the continuous backup ``backup_name`` whose chains are in ``storage``."""
+    return {"storage": storage, "snapshot": point_snapshot_name(_meta(restore).get("name") or ""), "sha256": "",
+            "location": "", "point": {"prefix": eb_plan.snapshot_prefix(backup_name), "revision": revision,
+                                      "timeMs": time_ms, "asked": asked}}
 
 
 # --------------------------------------------------------------------------- plan
@@ -176,11 +205,25 @@ def restore_plan(restore: Mapping[str, Any], target: Mapping[str, Any] | None,
                    "storage": etcd["storage"], "replicas": etcd["replicas"]},
         "snapshot": {"name": source["snapshot"], "sha256": source.get("sha256") or "",
                      "location": source.get("location") or "", "path": snapshot_path},
+        **({"point": dict(source["point"]), "pointJob": point_job_name(name)} if source.get("point") else {}),
         "storage": storage,
         "bumpRevision": bump,
         "clusterToken": rplan.cluster_token,
         "members": out_members,
     }
+
+
+def point_snapshot_name(restore_name: str) -> str:
+    """The snapshot a restore to a point is prepared as, in the backup's store."""
+    return f"{restore_name}-point.db"
+
+
+def point_job_name(restore_name: str) -> str:
+    name = f"{restore_name}-point"
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(restore_name.encode()).hexdigest()[:8]
+    return f"{restore_name[:46].rstrip('-.')}-{digest}-point"
 
 
 def job_name(restore_name: str, index: int) -> str:
@@ -203,6 +246,28 @@ def pvc_manifest(plan: Mapping[str, Any], member: Mapping[str, Any]) -> dict[str
             "spec": spec}
 
 
+def point_plan(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """What the point's Job needs (JSON, no secret values)."""
+    return {"format": PLAN_FORMAT, "storage": plan["storage"], "point": plan["point"],
+            "snapshot": {"name": plan["snapshot"]["name"]}, "workDir": f"{STAGING_DIR}/point"}
+
+
+def with_prepared(plan: Mapping[str, Any], prepared: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan once the point is a snapshot: the members check its sha256 before they restore it."""
+    snap = prepared.get("snapshot") or {}
+    return {**plan, "snapshot": {**plan["snapshot"], "sha256": snap.get("sha256", ""),
+                                 "location": snap.get("location", "")}}
+
+
+def point_job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] | None = None,
+                       pull_policy: str = "IfNotPresent") -> dict[str, Any]:
+    """The Job that turns the point into one snapshot (point_restore): the store (written: the
+    snapshot goes there), a staging emptyDir for the throw-away etcd; no member volume."""
+    job = job_manifest(plan, {"job": plan["pointJob"], "pvc": "", "mountPath": ""}, image, owner, pull_policy,
+                       program=POINT_PROGRAM, job_plan=point_plan(plan), writes_store=True)
+    return job
+
+
 def member_plan(plan: Mapping[str, Any], member: Mapping[str, Any]) -> dict[str, Any]:
     """What one Job needs (JSON, no secret values)."""
     return {"format": PLAN_FORMAT, "storage": plan["storage"], "snapshot": plan["snapshot"],
@@ -210,23 +275,26 @@ def member_plan(plan: Mapping[str, Any], member: Mapping[str, Any]) -> dict[str,
 
 
 def job_manifest(plan: Mapping[str, Any], member: Mapping[str, Any], image: str,
-                 owner: Mapping[str, Any] | None = None, pull_policy: str = "IfNotPresent") -> dict[str, Any]:
+                 owner: Mapping[str, Any] | None = None, pull_policy: str = "IfNotPresent",
+                 program: Mapping[str, Any] | None = None, job_plan: Mapping[str, Any] | None = None,
+                 writes_store: bool = False) -> dict[str, Any]:
     """One member's restore Job: its volume, the store, a staging emptyDir; as root (the
-    volume belongs to etcd, which runs as root), every capability dropped, no token."""
+    volume belongs to etcd, which runs as root), every capability dropped, no token. (The
+    point's Job is the same pod without a member volume, writing to the store.)"""
     ns = plan["restore"]["namespace"]
     labels = {LABEL_RESTORE: plan["restore"]["name"], "app.kubernetes.io/name": "etcd-restore",
               ownership.MANAGED_BY_LABEL: ownership.MANAGED_BY, "app.kubernetes.io/instance": plan["target"]["name"]}
-    volumes: list[dict[str, Any]] = [
-        {"name": "member", "persistentVolumeClaim": {"claimName": member["pvc"]}},
-        {"name": "staging", "emptyDir": {}},
-    ]
-    mounts: list[dict[str, Any]] = [{"name": "member", "mountPath": member["mountPath"]},
-                                    {"name": "staging", "mountPath": STAGING_DIR}]
+    volumes: list[dict[str, Any]] = [{"name": "staging", "emptyDir": {}}]
+    mounts: list[dict[str, Any]] = [{"name": "staging", "mountPath": STAGING_DIR}]
+    if member["pvc"]:
+        volumes.insert(0, {"name": "member", "persistentVolumeClaim": {"claimName": member["pvc"]}})
+        mounts.insert(0, {"name": "member", "mountPath": member["mountPath"]})
     storage = plan["storage"]
     if storage["type"] == "pvc":
         volumes.append({"name": "store", "persistentVolumeClaim": {"claimName": storage["claimName"],
-                                                                   "readOnly": True}})
-        mounts.append({"name": "store", "mountPath": storage["mountPath"], "readOnly": True})
+                                                                   **({} if writes_store else {"readOnly": True})}})
+        mounts.append({"name": "store", "mountPath": storage["mountPath"],
+                       **({} if writes_store else {"readOnly": True})})
     else:
         for vol, key in (("s3-credentials", "credentials"), ("s3-ca", "caBundle")):
             if storage.get(key):
@@ -239,9 +307,10 @@ def job_manifest(plan: Mapping[str, Any], member: Mapping[str, Any], image: str,
                                                    block_owner_deletion=False)]
     container = {
         "name": "restore", "image": image, "imagePullPolicy": pull_policy,
-        "command": RESTORE_PROGRAM["command"],
-        "env": [*RESTORE_PROGRAM["env"],
-                {"name": "ETCD_RESTORE_PLAN", "value": json.dumps(member_plan(plan, member), sort_keys=True)},
+        "command": (program or RESTORE_PROGRAM)["command"],
+        "env": [*(program or RESTORE_PROGRAM)["env"],
+                {"name": "ETCD_RESTORE_PLAN", "value": json.dumps(
+                    job_plan if job_plan is not None else member_plan(plan, member), sort_keys=True)},
                 {"name": "ETCD_RESTORE_RESULT_FILE", "value": "/dev/termination-log"},
                 {"name": "HOME", "value": STAGING_DIR}],
         "volumeMounts": mounts,

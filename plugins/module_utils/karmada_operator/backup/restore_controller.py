@@ -121,7 +121,20 @@ class RestoreReconciler:
                                          {"type": READY, "status": "False", "reason": exc.reason,
                                           "message": str(exc)}), action="wait")
             return self._failed(exc.reason, str(exc))
-        jobs = {j["metadata"]["name"]: j for j in self._jobs()}
+        all_jobs = {j["metadata"]["name"]: j for j in self._jobs()}
+        if plan.get("point"):
+            prepared = self.status.get("point") or {}
+            if prepared.get("observedGeneration") != self.generation:
+                job = all_jobs.get(plan["pointJob"])
+                if prepared and job is not None:  # prepared for the spec before a change: made again
+                    self.kube.delete("batch/v1", "Job", plan["pointJob"], self.ns)
+                    self.status.pop("point", None)
+                    return Outcome(self._out("Pending", {"type": SEEDED, "status": "False", "reason": "PreparingPoint",
+                                                         "message": "the spec changed: preparing the point again"}),
+                                   action="wait", changed=True)
+                return self._prepare(plan, job, target)
+            plan = er.with_prepared(plan, prepared)
+        jobs = {n: j for n, j in all_jobs.items() if n != plan.get("pointJob")}
         if not jobs:
             return self._start(plan)
         results, running = [], []
@@ -149,7 +162,57 @@ class RestoreReconciler:
                            action="running")
         return self._seeded(plan, target or {}, results)
 
-    def _start(self, plan: Mapping[str, Any]) -> Outcome:
+    def _prepare(self, plan: Mapping[str, Any], job: Mapping[str, Any] | None,
+                 target: Mapping[str, Any] | None) -> Outcome:
+        """A restore to a point: its first Job makes the point one snapshot (point_restore);
+        recorded in status.point, the members are then seeded from it like from any snapshot."""
+        asked = plan["point"]["asked"]
+        if job is None:
+            refused = self._refused(plan)
+            if refused is not None:
+                return refused
+            try:
+                (self.creator or self.kube).create(er.point_job_manifest(
+                    plan, self.image, None if self.creator else self.restore, self.pull_policy))
+            except KubeError as exc:
+                if exc.status != 409:
+                    raise
+            msg = f"replaying the continuous backup up to {asked} into one snapshot ({plan['snapshot']['name']})"
+            return Outcome(self._out("Running", {"type": SEEDED, "status": "False", "reason": "PreparingPoint",
+                                                 "message": msg},
+                                     {"type": READY, "status": "False", "reason": "PreparingPoint", "message": msg}),
+                           [self._event("RestoreStarted", msg)], "started", True)
+        done = job_finished(job)
+        if not done:
+            msg = f"replaying the continuous backup up to {asked}"
+            return Outcome(self._out("Running", {"type": SEEDED, "status": "False", "reason": "PreparingPoint",
+                                                 "message": msg},
+                                     {"type": READY, "status": "False", "reason": "PreparingPoint", "message": msg}),
+                           action="running")
+        doc = self._job_result(job)
+        if not doc or not doc.get("ok"):
+            reason = (doc or {}).get("reason") or "RestoreJobFailed"
+            message = (doc or {}).get("message") or (
+                f"the Job {plan['pointJob']} ended {done} without a result; see kubectl logs -n {self.ns} "
+                f"job/{plan['pointJob']}")
+            self._tell_target(target, reason)
+            return self._failed(reason, f"preparing {asked}: {message}")
+        point = {"observedGeneration": self.generation, "full": doc["full"], "revision": int(doc["pointRevision"]),
+                 "time": _rfc3339(datetime.fromtimestamp(int(doc["pointTimeMs"]) / 1000, UTC)),
+                 "revisionsReplayed": int((doc.get("replayed") or {}).get("revisions", 0)),
+                 "snapshot": {k: doc["snapshot"][k] for k in ("name", "sha256", "location", "revision")
+                              if k in doc["snapshot"]}}
+        self.status["point"] = point
+        event = self._event("PointPrepared", f"full snapshot {point['full']} and {point['revisionsReplayed']} "
+                            f"revisions after it, up to revision {point['revision']} (received {point['time']}), "
+                            f"are snapshot {point['snapshot']['name']}")
+        outcome = self._start(er.with_prepared(plan, point))
+        outcome.events.insert(0, event)
+        return outcome
+
+    def _refused(self, plan: Mapping[str, Any]) -> Outcome | None:
+        """Why nothing may be seeded into the target, if anything: it has an etcd, or a member
+        volume this restore did not make; no image for the Jobs."""
         tgt = plan["target"]
         if self.kube.get("apps/v1", "StatefulSet", tgt["statefulSet"], self.ns) is not None:
             return self._failed("TargetHasData", f"KarmadaDeployment {tgt['name']} already has an etcd (StatefulSet "
@@ -164,6 +227,12 @@ class RestoreReconciler:
         if not self.image:
             return self._failed("NoJobImage", "the operator does not know its image for the restore Jobs: set "
                                               "KARMADA_OPERATOR_IMAGE in its Deployment")
+        return None
+
+    def _start(self, plan: Mapping[str, Any]) -> Outcome:
+        refused = self._refused(plan)
+        if refused is not None:
+            return refused
         problem = self._seed_pki(plan)
         if problem:
             return self._failed(*problem)
