@@ -29,11 +29,7 @@ TROUBLE = {"storeError": "StoreWriteFailing", "fullFailed": "FullSnapshotFailing
 
 
 def deployment_name(backup_name: str) -> str:
-    name = f"{backup_name}-continuous"
-    if len(name) <= 63:
-        return name
-    digest = hashlib.sha256(backup_name.encode()).hexdigest()[:8]
-    return f"{backup_name[:63 - len('-continuous') - 9].rstrip('-.')}-{digest}-continuous"
+    return eb_plan.suffixed_name(backup_name, "continuous")
 
 
 def follower_plan(plan: Mapping[str, Any]) -> dict[str, Any]:

@@ -246,6 +246,15 @@ def job_name(backup_name: str, when: datetime, seconds: bool = False) -> str:
     return f"{backup_name[: 63 - len(stamp) - len(digest) - 2].rstrip('-.')}-{digest}-{stamp}"
 
 
+def suffixed_name(base: str, suffix: str) -> str:
+    """``<base>-<suffix>``, shortened with a hash of ``base`` to stay a valid object name (<= 63)."""
+    name = f"{base}-{suffix}"
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(base.encode()).hexdigest()[:8]
+    return f"{base[:63 - len(suffix) - 10].rstrip('-.')}-{digest}-{suffix}"
+
+
 def rfc3339(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

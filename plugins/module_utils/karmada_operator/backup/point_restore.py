@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from karmada_operator.backup import deltas
+from karmada_operator.backup import deltas, restore_job
 from karmada_operator.backup import job as backup_job
 from karmada_operator.backup import runner as eb_runner
 from karmada_operator.backup import store as store_lib
@@ -163,13 +163,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     out = out or sys.stdout
 
     def emit(doc: dict[str, Any], code: int) -> int:
-        line = json.dumps(doc, sort_keys=True)
-        out.write(line + "\n")
-        out.flush()
-        if env.get("ETCD_RESTORE_RESULT_FILE") and len(line) < 4000:
-            with contextlib.suppress(OSError):
-                Path(env["ETCD_RESTORE_RESULT_FILE"]).write_text(line + "\n")
-        return code
+        return restore_job.emit_result(doc, code, env, out)
 
     try:
         plan = json.loads(env.get("ETCD_RESTORE_PLAN") or "")

@@ -219,11 +219,7 @@ def point_snapshot_name(restore_name: str) -> str:
 
 
 def point_job_name(restore_name: str) -> str:
-    name = f"{restore_name}-point"
-    if len(name) <= 63:
-        return name
-    digest = hashlib.sha256(restore_name.encode()).hexdigest()[:8]
-    return f"{restore_name[:46].rstrip('-.')}-{digest}-point"
+    return eb_plan.suffixed_name(restore_name, "point")
 
 
 def job_name(restore_name: str, index: int) -> str:

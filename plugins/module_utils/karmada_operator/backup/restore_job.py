@@ -115,19 +115,25 @@ def _number(status: Mapping[str, Any], key: str) -> int | None:
     return None if value is None else int(value)
 
 
+def emit_result(doc: dict[str, Any], code: int, env: Mapping[str, str], out: Any) -> int:
+    """A restore Job's one result line: on stdout and, when it fits, in ETCD_RESTORE_RESULT_FILE
+    (the Job's termination message). Returns ``code``."""
+    line = json.dumps(doc, sort_keys=True)
+    out.write(line + "\n")
+    out.flush()
+    if env.get("ETCD_RESTORE_RESULT_FILE") and len(line) < 4000:
+        with contextlib.suppress(OSError):
+            Path(env["ETCD_RESTORE_RESULT_FILE"]).write_text(line + "\n")
+    return code
+
+
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None, out: Any = None) -> int:
     env = os.environ if env is None else env
     out = out or sys.stdout
     etcdutl = (list(argv or sys.argv[1:]) or [env.get("ETCDUTL_PATH") or shutil.which("etcdutl") or "etcdutl"])[0]
 
     def emit(doc: dict[str, Any], code: int) -> int:
-        line = json.dumps(doc, sort_keys=True)
-        out.write(line + "\n")
-        out.flush()
-        if env.get("ETCD_RESTORE_RESULT_FILE") and len(line) < 4000:
-            with contextlib.suppress(OSError):
-                Path(env["ETCD_RESTORE_RESULT_FILE"]).write_text(line + "\n")
-        return code
+        return emit_result(doc, code, env, out)
 
     try:
         plan = json.loads(env.get("ETCD_RESTORE_PLAN") or "")
