@@ -12,10 +12,13 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str,
              log: Callable[[], str] | None = None, interval: float = 1.0) -> Any:
     """Poll ``predicate`` until it returns something truthy and return that; fail with
     ``what`` and the tail of ``log`` (e.g. the operator's log) after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
     while True:
         value = predicate()
         if value:
+            # shown with -s, or with a failing test's captured output: where a test's time goes
+            print(f"[waited {time.monotonic() - start:.1f}s for {what}]", flush=True)
             return value
         if time.monotonic() >= deadline:
             detail = f"\n{log()}" if log else ""
