@@ -904,6 +904,24 @@ def etcd_defragmentation_status() -> Schema:
     })
 
 
+def etcd_scaling_status() -> Schema:
+    return obj("etcd scaling and member replacement (spec.etcd.local.replicas), as the last full pass left them.", {
+        "members": s("etcd's voting and learner members after the pass.", "integer"),
+        "replicas": s("The member count spec.etcd.local.replicas asks for.", "integer"),
+        "lastChange": obj("The last pass that added, promoted, removed or replaced a member.", {
+            "at": s("When that pass finished its steps.", format="date-time"),
+            "from": s("The StatefulSet's replicas before.", "integer"),
+            "to": s("etcd's members after.", "integer"),
+            "steps": arr("The steps, in order.", obj("A step.", {
+                "action": s("add (a learner), promote, remove, replicas, replace or reset."),
+                "member": s("The member."),
+                "reason": s("Why."),
+            })),
+        }),
+        "lastReplacement": s("The last member replaced because it lost its data: which, why, when."),
+    })
+
+
 def etcd_space_status() -> Schema:
     return obj("etcd's space quota and the last NOSPACE recovery (spec.etcd.local.quotaBackendBytes).", {
         "phase": s("Ok (every database below the low mark), Low (one at or above it), QuotaExceeded (the data in "
@@ -990,6 +1008,7 @@ def karmada_deployment_status() -> Schema:
                                      "gives back), written as dbSize is.", "integer", format="int64"),
                 })),
             }),
+            "etcdScaling": etcd_scaling_status(),
             "etcdDefragmentation": etcd_defragmentation_status(),
             "etcdSpace": etcd_space_status(),
             "encryption": encryption_status(),

@@ -41,9 +41,9 @@ class FilterModule:
             # a role's templates rendered by Jinja2 itself (module_utils/karmada_operator/runtime/templates.py)
             "karmada_render": render_templates,
             # the Running status once every gate passed (module_utils/karmada_operator/kube/observed.py)
-            "karmada_running_status": lambda deployments, pods, plan, certificates, health, replaced, reports=None:
+            "karmada_running_status": lambda deployments, pods, plan, certificates, health, reports=None:
                 running_status(_plain(deployments or []), _plain(pods or []), _plain(plan), _plain(certificates or []),
-                               _plain(health or {}), str(replaced or ""), _plain(reports or [])),
+                               _plain(health or {}), _plain(reports or [])),
             "karmada_failure_message": lambda result, task, pods=None: failure_message(
                 _plain(task), _plain(result or {}), pods=_plain(pods or [])),
             "karmada_restore_gate": lambda restores, name, status=None: restore_gate(

@@ -1,5 +1,6 @@
 #!/usr/bin/python
-"""Scale the local etcd one member at a time, through learners (module_utils/karmada_operator/etcd/scaling.py)."""
+"""The etcd step's side of scaling: the StatefulSet's replicas and bootstrap values, a step begun before
+finished (module_utils/karmada_operator/etcd/scaling.py)."""
 
 from __future__ import annotations
 
@@ -8,32 +9,25 @@ DOCUMENTATION = r"""
 module: etcd_scale
 short_description: Move the local etcd StatefulSet to a member count one member at a time
 description:
+  - The etcd step's side of scaling; scaling itself is the C(etcdScaling) day-2 operation's step after
+    etcd's (module_utils/karmada_operator/etcd/scaling.py, C(EtcdScaling); "Scale" in docs/etcd.md).
   - C(phase=prepare) (before the StatefulSet is applied) returns the C(replicas) to apply it with (the
     wanted count for a new StatefulSet, else the StatefulSet's own) and writes the bootstrap ConfigMap
     (C(ETCD_INITIAL_CLUSTER_STATE), C(ETCD_INITIAL_CLUSTER)) its pods read through C(envFrom).
-  - C(phase=scale) moves etcd towards C(etcd.replicas) members, one step at a time, each from a fresh
-    read of the StatefulSet, its pods and etcd. Out, a joiner is added as a learner (a leftover claim
-    of its ordinal deleted first), the StatefulSet raised by one, the learner promoted once caught up.
-    In, the member with the highest ordinal leaves etcd first (a leader hands over), then the
-    StatefulSet is lowered; its claim follows O(deletion_policy).
-  - Both C(scale) and C(settle) first replace a member that lost its data (its claim was replaced,
-    or etcd exits saying its data is lost or corrupt; module_utils/karmada_operator/etcd/replacement.py). It leaves
-    etcd through a healthy member, its claim and pod are deleted, and it rejoins empty as a learner
-    under its own name, promoted once caught up; one member at a time. Events
-    C(EtcdMemberReplacing) when it begins, C(EtcdMemberReplaced) when it is promoted again.
   - C(phase=settle) only finishes a step begun before (a joiner, replicas that do not match the
-    members) or replaces a lost member, and returns as soon as a new change or a wait for health
-    would begin.
-  - Refusals (a size other than 1, 3, 5, 7; removing a member while another is unhealthy; HostPath
-    storage) fail with C(reason) EtcdScaleRefused having changed nothing; a lost member whose removal
-    would break the quorum (or a HostPath one) with C(reason) EtcdReplaceRefused; a wait longer than
-    I(timeout) fails with C(reason) EtcdNotReady.
+    members) or replaces a member that lost its data (its claim was replaced, or etcd exits saying its
+    data is lost or corrupt; module_utils/karmada_operator/etcd/replacement.py), and returns as soon as
+    a new change or a wait for health would begin. Events C(EtcdMemberReplacing) when a replacement
+    begins, C(EtcdMemberReplaced) when the member is promoted again.
+  - A lost member whose removal would break the quorum (or a HostPath one) fails with C(reason)
+    EtcdReplaceRefused having changed nothing; a wait longer than I(timeout) fails with C(reason)
+    EtcdNotReady.
 options:
   phase:
-    description: prepare, settle or scale.
+    description: prepare or settle.
     type: str
-    choices: [prepare, settle, scale]
-    default: scale
+    choices: [prepare, settle]
+    default: settle
   etcd:
     description:
       - The plan's etcd slice (C(plan.etcd), module_utils/karmada_operator/plan/plan.py) - C(namespace),
@@ -73,8 +67,9 @@ author: Karmada-Operator developers
 """
 
 EXAMPLES = r"""
-- name: Scale etcd to spec.etcd.local.replicas
+- name: Finish an etcd scaling step begun before
   etcd_scale:
+    phase: settle
     etcd: "{{ karmada_deployment_plan.etcd }}"
     deletion_policy: "{{ karmada_deployment_plan.deletionPolicy }}"
     owner: "{{ karmada_deployment_cr }}"
@@ -113,7 +108,7 @@ last_replacement:
   returned: success
   type: str
 reason:
-  description: On failure, EtcdScaleRefused, EtcdReplaceRefused or EtcdNotReady.
+  description: On failure, EtcdReplaceRefused or EtcdNotReady.
   returned: failure
   type: str
 """

@@ -102,6 +102,21 @@ def scale_to(fleet: Deployment, n: int) -> float:
     return time.monotonic() - start
 
 
+def check_scaling_record(fleet: Deployment, before: int, n: int) -> None:
+    """status.etcdScaling after a scale from ``before`` to ``n`` members (read against etcd's own
+    member list by assert_members first): the count, and the last change one step per member,
+    learners added then promoted going out, removed from the highest ordinal coming in."""
+    record = fleet.get()["status"]["etcdScaling"]
+    assert (record["members"], record["replicas"]) == (n, n), record
+    change = record["lastChange"]
+    assert (change["from"], change["to"]) == (before, n), change
+    steps = [(s["action"], s["member"]) for s in change["steps"]]
+    if n > before:
+        assert steps == [(a, f"{STS}-{i}") for i in range(before, n) for a in ("add", "promote")], steps
+    else:
+        assert steps == [("remove", f"{STS}-{i}") for i in reversed(range(n, before))], steps
+
+
 def assert_members(fleet: Deployment, n: int) -> None:
     host = fleet.host
     etcd = etcd_members(host)
@@ -209,10 +224,13 @@ def test_1_3_5_3_under_a_writer_keeps_every_acknowledged_write_and_karmada_apise
     timings = []
     try:
         fleet.wait_for(lambda: len(writer.acked) >= 20, 60, "the writer's first acknowledged creates")
+        before = 1
         for n in (3, 5, 3):
             seconds = scale_to(fleet, n)
             timings.append((n, round(seconds)))
             assert_members(fleet, n)
+            check_scaling_record(fleet, before, n)
+            before = n
             print(f"scaled to {n} in {seconds:.0f}s; {len(writer.acked)} writes acknowledged so far")
         acked = len(writer.acked)
         fleet.wait_for(lambda: len(writer.acked) >= acked + 20, 60, "creates acknowledged after the last step")

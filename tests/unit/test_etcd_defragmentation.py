@@ -171,7 +171,7 @@ def sample() -> dict:
     return cr
 
 
-def test_its_step_follows_etcd_on_a_local_etcd_only_and_not_beside_another_operation():
+def test_its_step_follows_the_quorum_gate_on_a_local_etcd_only_and_not_beside_another_operation():
     cr = sample()
     plan = kp.build_plan(cr)
     assert plan["etcd"]["defragmentation"] == POLICY
@@ -182,7 +182,7 @@ def test_its_step_follows_etcd_on_a_local_etcd_only_and_not_beside_another_opera
     assert op.steps(plan, {"upgrade": {"toVersion": "v9"}, "caRotation": {}}) == []
     assert op.steps(plan, {"upgrade": {}, "caRotation": {"phase": "Trusting"}}) == []
     external = {**plan, "etcd": {"mode": "external"}}
-    assert operations.steps_after("etcd", external, {}) == []
+    assert operations.steps_after("etcd", external, {}) == operations.steps_after("etcd-quorum", external, {}) == []
     assert (ROOT / "roles/karmada_deployment/tasks/operation.yml").is_file()
 
 

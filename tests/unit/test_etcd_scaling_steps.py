@@ -1,5 +1,7 @@
 """etcd scaling decisions: learners first, promotion, removal from the highest ordinal, refusals."""
 
+from datetime import UTC, datetime
+
 import pytest
 
 from karmada_operator.etcd import scaling as es
@@ -118,3 +120,50 @@ def test_an_existing_statefulsets_claim_templates_are_applied_back_as_created():
          "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "standard",
                   "resources": {"requests": {"storage": "1Gi"}}}}]
     assert es.claim_templates(None) == [] and es.claim_templates({"spec": {}}) == []
+
+
+# The operation (plan/operations.py): its step, its status record.
+
+NOW = datetime(2026, 12, 6, 3, 0, tzinfo=UTC)
+
+
+def test_the_operation_is_a_step_after_etcd_before_the_quorum_gate_on_a_local_etcd_only():
+    from karmada_operator.plan import operations
+    from karmada_operator.plan.pass_plan import control_plane_steps
+
+    op = operations.OPERATIONS[es.NAME]
+    assert op.after == "etcd"
+    assert op.steps({"etcd": {"mode": "external"}}, {}) == []
+    assert op.steps({"etcd": {"mode": "local"}}, {"upgrade": {"toVersion": "v9"}}) == [
+        {"name": "etcd-scaling", "file": "operation", "operation": "etcdScaling", "reason": "EtcdNotReady",
+         "condition": "EtcdReady"}]
+    # etcd's own operations in the order they run: scaled before its space and fragmentation are looked at
+    assert [n for n in operations.OPERATIONS if n.startswith("etcd")] == [
+        "etcdScaling", "etcdSpace", "etcdDefragmentation"]
+    after = {"etcd": op.steps({"etcd": {"mode": "local"}}, {})}
+    names = [s["name"] for s in control_plane_steps({}, False, {}, after)]
+    assert names[names.index("etcd"):names.index("etcd") + 3] == ["etcd", "etcd-scaling", "etcd-quorum"]
+    assert op.under_way({"status": {es.NAME: {"members": 1, "replicas": 3}}}) == ""
+
+
+def test_an_idle_pass_writes_the_record_the_last_one_wrote():
+    result = es.ScaleResult(members=[f"{STS}-{i}" for i in range(3)], replicas=3)
+    first = es.record(result, 3, 3, {}, NOW)
+    assert first == {"members": 3, "replicas": 3}
+    moved = es.ScaleResult(members=[f"{STS}-{i}" for i in range(5)], replicas=5, steps=[
+        {"action": "add", "member": f"{STS}-3", "reason": "3 of 5"},
+        {"action": "promote", "member": f"{STS}-3", "reason": "caught up"},
+        {"action": "delete-claim", "member": f"{STS}-4", "reason": f"data-{STS}-4"}])
+    changed = es.record(moved, 5, 3, first, NOW)
+    assert changed["lastChange"] == {"at": "2026-12-06T03:00:00Z", "from": 3, "to": 5, "steps": [
+        {"action": "add", "member": f"{STS}-3", "reason": "3 of 5"},
+        {"action": "promote", "member": f"{STS}-3", "reason": "caught up"}]}
+    later = NOW.replace(hour=4)
+    idle = es.ScaleResult(members=[f"{STS}-{i}" for i in range(5)], replicas=5)
+    assert es.record(idle, 5, 5, changed, later) == changed  # nothing moved: the same record, no new time
+    replaced = es.ScaleResult(members=[f"{STS}-{i}" for i in range(5)], replicas=5,
+                              last_replacement=f"etcd member {STS}-1 replaced: its claim was replaced")
+    kept = es.record(replaced, 5, 5, changed, later)
+    assert kept["lastReplacement"].startswith(f"etcd member {STS}-1 replaced")
+    assert es.record(idle, 5, 5, kept, later) == kept
+

@@ -127,9 +127,9 @@ def test_the_runbook_compacts_then_defragments_followers_first_the_leader_last_t
     assert done["members"][-1] == {"name": "e-1", "leader": True, "dbSizeBefore": 100 * MiB, "dbSizeAfter": 10 * MiB}
 
 
-def test_the_operation_runs_after_the_etcd_step_on_a_local_etcd_only():
+def test_the_operation_runs_after_the_quorum_gate_on_a_local_etcd_only():
     op = space.EtcdSpace()
-    assert op.after == "etcd"
+    assert op.after == "etcd-quorum"
     assert op.steps({"etcd": {"mode": "external"}}, {}) == []
     assert op.steps({"etcd": {"mode": "local"}}, {"upgrade": {"phase": "InProgress"}})[0]["operation"] == space.NAME
 

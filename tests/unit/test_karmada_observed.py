@@ -169,7 +169,10 @@ def test_the_running_status_is_every_field_and_condition_the_status_step_writes(
     plan = kp.build_plan(SAMPLE)
     certs = [{"name": "apiserver", "notAfter": "2027-01-01T00:00:00Z", "serial": "x"},
              {"name": "etcd-server", "notAfter": "2026-12-31T00:00:00Z", "serial": "y"}]
-    out = ko.running_status([], [], plan, certs, {}, "karmada-etcd-1 (lost its data)")
+    # the last replacement, as etcd scaling's report of this pass says it (etcd/scaling.py)
+    scaling = {"fields": {"etcdScaling": {"members": 3, "replicas": 3,
+                                          "lastReplacement": "karmada-etcd-1 (lost its data)"}}, "conditions": []}
+    out = ko.running_status([], [], plan, certs, {}, [scaling])
     assert out["phase"] == "Running"
     assert out["event"] == {"reason": "Running", "message": f"Karmada {plan['karmadaVersion']} is serving"}
     fields = out["fields"]
@@ -185,5 +188,5 @@ def test_the_running_status_is_every_field_and_condition_the_status_step_writes(
     assert "etcd-server at 2026-12-31" in out["conditions"][0]["message"]
     external = dict(SAMPLE, spec={**SAMPLE["spec"], "etcd": {"external": {
         "endpoints": ["https://e1:2379", "https://e2:2379"], "tlsSecretRef": {"name": "ext"}}}})
-    ext = ko.running_status([], [], kp.build_plan(external), [], {}, "")["conditions"][1]
+    ext = ko.running_status([], [], kp.build_plan(external), [], {}, [])["conditions"][1]
     assert (ext["reason"], ext["message"]) == ("ExternalEtcd", "using https://e1:2379,https://e2:2379")

@@ -51,11 +51,12 @@ def passes(cr: dict, **kw) -> dict:
 def test_a_plain_full_pass_runs_every_step_forward_and_each_names_a_task_file():
     this_pass = passes(running())
     assert this_pass["mode"] == "full"
-    # etcd's defragmentation follows etcd on a local etcd (plan/operations.py); an upgrade's or a
-    # CA rotation's pass leaves it out (the rollback below); the encryption rewrite follows the
+    # etcd scaling follows etcd on a local etcd, before the quorum gate; etcd's space and
+    # defragmentation follow the gate (plan/operations.py); an upgrade's or a CA rotation's pass
+    # leaves the defragmentation out (the rollback below); the encryption rewrite follows the
     # whole control plane, in every full pass
-    assert names(this_pass) == ["ownership", "pki", "etcd", "etcd-space", "etcd-defragmentation", "apiserver",
-                                "aggregated",
+    assert names(this_pass) == ["ownership", "pki", "etcd", "etcd-scaling", "etcd-quorum", "etcd-space",
+                                "etcd-defragmentation", "apiserver", "aggregated",
                                 "resources", "components", "apiserver-last", "encryption-rewrite", "status"]
     for step in this_pass["steps"]:
         assert (TASKS / f"{step['file']}.yml").is_file(), step
@@ -67,15 +68,16 @@ def test_an_upgrade_backs_up_first_and_a_rollback_runs_the_steps_backwards():
     up["spec"]["karmadaVersion"] = "v1.17.0"
     forward = passes(up)
     assert forward["upgrade"]["toVersion"] == "v1.17.0" and forward["reverse"] is False
-    assert names(forward)[:5] == ["ownership", "pre-upgrade-backup", "pki", "etcd", "etcd-space"]
+    assert names(forward)[:7] == ["ownership", "pre-upgrade-backup", "pki", "etcd", "etcd-scaling", "etcd-quorum",
+                                  "etcd-space"]
     assert names(forward).index("apiserver") < names(forward).index("aggregated") < names(forward).index("components")
 
     back = running("v1.17.0", upgrade={"phase": "InProgress", "fromVersion": "v1.16.0", "toVersion": "v1.17.0"})
     back["spec"]["karmadaVersion"] = "v1.16.0"
     rollback = passes(back)
     assert rollback["reverse"] is True
-    assert names(rollback) == ["ownership", "pre-upgrade-backup", "pki", "etcd", "etcd-space", "apiserver-connect",
-                               "components",
+    assert names(rollback) == ["ownership", "pre-upgrade-backup", "pki", "etcd", "etcd-scaling", "etcd-quorum",
+                               "etcd-space", "apiserver-connect", "components",
                                "aggregated", "resources", "apiserver", "encryption-rewrite", "status"]
     assert all(s.get("reverse") for s in rollback["steps"] if s["file"] == "components")
 

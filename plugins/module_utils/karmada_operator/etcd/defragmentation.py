@@ -218,7 +218,7 @@ class Defragmentation:
     """The operation: its step after etcd's, on a local etcd, in a pass no other operation has."""
 
     name = NAME
-    after = "etcd"
+    after = "etcd-quorum"
 
     def admit(self, cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         return dict((cr.get("status") or {}).get(NAME) or {})

@@ -1,10 +1,12 @@
 """etcd scale out and in, one member at a time: the next step towards the wanted member count.
 
-Plain Python, no Ansible API; backs the ``etcd_scale`` module (see "Scale" in docs/etcd.md):
-:func:`next_step` is the decision, :func:`apply_step` carries a step out on etcd with
-``etcd_membership``, :func:`scale` repeats both and moves the StatefulSet side (its replicas, the
-bootstrap values its pods read from a ConfigMap, the claims of removed members) through a
-:class:`ScaleSource`; :func:`prepare` gives the replicas to apply the StatefulSet with.
+Plain Python, no Ansible API (see "Scale" in docs/etcd.md): :func:`next_step` is the decision,
+:func:`apply_step` carries a step out on etcd with ``etcd_membership``, :func:`scale` repeats both
+and moves the StatefulSet side (its replicas, the bootstrap values its pods read from a
+ConfigMap, the claims of removed members) through a :class:`ScaleSource`; :func:`prepare` gives
+the replicas to apply the StatefulSet with (the etcd step's ``etcd_scale`` task, before and after
+it applies the StatefulSet). :class:`EtcdScaling` is the day-2 operation (plan/operations.py):
+the step after etcd's that scales and replaces members and records ``status.etcdScaling``.
 
 Members are the StatefulSet's pods ``<sts>-0`` .. ``<sts>-<n-1>``: a member's name is its pod's.
 
@@ -29,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from karmada_operator.etcd import gateway as gw
+from karmada_operator.etcd.client_secret import step_client_tls
 from karmada_operator.etcd.health import quorum
 from karmada_operator.etcd.membership import ensure_member_absent, ensure_member_present
 from karmada_operator.etcd.replacement import (
@@ -41,9 +44,10 @@ from karmada_operator.etcd.replacement import (
     parse_records,
     updated_records,
 )
-from karmada_operator.etcd.rollout import MemberPod, member_pods, read_health
+from karmada_operator.etcd.rollout import MemberPod, member_pods, read_health, resolve_map
 from karmada_operator.kube.client import KubeError, owner_reference
 from karmada_operator.kube.observed import pod_problems
+from karmada_operator.task import ModuleFailed
 
 SIZES = (1, 3, 5, 7)
 
@@ -588,3 +592,102 @@ class KubeScaleSource:
         if last:
             notes[LAST_REPLACEMENT_ANNOTATION] = last
         self.kube.merge_patch("v1", "ConfigMap", self.configmap, {"metadata": {"annotations": notes}}, self.namespace)
+
+
+NAME = "etcdScaling"  # its status field and operation name
+EVENT_REASONS = {"add": "EtcdMemberAdded", "promote": "EtcdMemberPromoted", "remove": "EtcdMemberRemoved",
+                 "replicas": "EtcdReplicasCorrected", "replace": "EtcdMemberReplacing",
+                 "reset": "EtcdMemberReplacing"}
+
+
+def record(result: ScaleResult, desired: int, before: int, previous: Mapping[str, Any],
+           now: datetime) -> dict[str, Any]:
+    """status.etcdScaling after a pass: the member count, the last change (kept from
+    ``previous`` when this pass did none, so an idle pass writes the same record) and the last
+    replacement."""
+    out: dict[str, Any] = {"members": len(result.members), "replicas": desired}
+    steps = [s for s in result.steps if s.get("action") != "delete-claim"]
+    if steps:
+        out["lastChange"] = {"at": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "from": before, "to": len(result.members),
+                             "steps": [{k: str(s.get(k) or "") for k in ("action", "member", "reason")}
+                                       for s in steps]}
+    elif previous.get("lastChange"):
+        out["lastChange"] = dict(previous["lastChange"])
+    last = result.last_replacement or str(previous.get("lastReplacement") or "")
+    if last:
+        out["lastReplacement"] = last
+    return out
+
+
+class EtcdScaling:
+    """The operation: the step after etcd's on a local etcd, every full pass. It moves etcd to
+    spec.etcd.local.replicas one member at a time and replaces a member that lost its data
+    (:func:`scale`). A refusal or a wait that does not end stops the pass: ModuleFailed with the
+    reason status shows (``step_reason``: EtcdScaleRefused, EtcdReplaceRefused, EtcdNotReady), the
+    steps done before it and a Warning Event."""
+
+    name = NAME
+    after = "etcd"
+
+    def admit(self, cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+        return {}  # decided against etcd itself when the step runs; nothing to refuse before
+
+    def steps(self, plan: Mapping[str, Any], records: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+        if plan["etcd"]["mode"] != "local":
+            return []
+        return [{"name": "etcd-scaling", "file": "operation", "operation": NAME, "reason": "EtcdNotReady",
+                 "condition": "EtcdReady"}]
+
+    def under_way(self, cr: Mapping[str, Any]) -> str:
+        return ""  # a scale is a spec change and ends within its pass; a lost member: the next full pass
+
+    def run(self, ctx: Any) -> dict[str, Any]:
+        plan = ctx.plan
+        etcd = plan["etcd"]
+        source = KubeScaleSource(ctx.live, etcd["namespace"], etcd["statefulset"], etcd["selector"],
+                                 etcd["bootstrapConfigMap"], etcd["labels"], ctx.owner)
+        before = int(((source.statefulset() or {}).get("spec") or {}).get("replicas") or 0)
+        result = scale_step(ctx.live, etcd, source, ctx.event, start=True, timeout=float(ctx.timeout),
+                            poll=float(ctx.poll), stuck_after=float(ctx.stuck_after),
+                            delete_claims=plan["deletionPolicy"] == "Delete")
+        previous = (ctx.owner.get("status") or {}).get(NAME) or {}
+        return {"fields": {NAME: record(result, int(etcd["replicas"]), before, previous, ctx.now())},
+                "conditions": [], "changed": result.changed}
+
+
+def scale_step(live: Any, etcd: Mapping[str, Any], source: ScaleSource, event: Callable[[Mapping[str, str]], None],
+               *, start: bool, timeout: float, poll: float, stuck_after: float, delete_claims: bool) -> ScaleResult:
+    """:func:`scale` for the plan's etcd slice (``start`` False: the etcd step's settling, True:
+    the operation's scale), dialling the members at their pod addresses with the client pair of
+    the slice's Secret; each step, each replacement and a stop posted through ``event``. A stop
+    is ModuleFailed with the reason status shows (``step_reason``) and the steps done before."""
+    domain, statefulset, desired = etcd["memberDomain"], etcd["statefulset"], int(etcd["replicas"])
+
+    def peer_url(name: str) -> str:
+        return f"https://{name}.{domain}:2380"
+
+    with gw.tls_files(step_client_tls(live, etcd), prefix="etcd-scale-") as files:
+        def etcd_for(pods: dict[str, MemberPod]) -> gw.EtcdClient:
+            names = sorted(n for n, pod in pods.items() if pod.ip and not pod.terminating) or [f"{statefulset}-0"]
+            return gw.EtcdClient([f"https://{n}.{domain}:2379" for n in names], cert=files["cert"], key=files["key"],
+                                 ca=files["ca"], timeout=5.0, resolve=resolve_map(pods, domain))
+
+        def tell(step: ScaleStep) -> None:
+            what = (f"etcd member {step.member}" if step.action in ("replace", "reset")
+                    else f"etcd scaling to {desired} members")
+            event({"type": "Normal", "reason": EVENT_REASONS[step.action], "message": f"{what}: {step.reason}"})
+
+        def replaced(member: str, message: str) -> None:
+            event({"type": "Normal", "reason": "EtcdMemberReplaced", "message": message})
+
+        try:
+            return scale(source, etcd_for, statefulset=statefulset, desired=desired, peer_url=peer_url,
+                         timeout=timeout, start=start, storage_type=etcd["storage"]["type"],
+                         delete_claims=delete_claims, poll=poll, stuck_after=stuck_after, on_step=tell,
+                         on_replaced=replaced)
+        except EtcdScaleStopped as exc:
+            event({"type": "Warning", "reason": exc.reason, "message": str(exc)})
+            raise ModuleFailed(str(exc), reason=exc.reason, step_reason=exc.reason, steps=exc.done,
+                               changed=bool(exc.done)) from exc
+        except (KubeError, gw.EtcdError) as exc:
+            raise ModuleFailed(f"etcd scaling stopped: {exc}", reason="EtcdNotReady") from exc

@@ -210,7 +210,7 @@ class EtcdSpace:
     proceed)."""
 
     name = NAME
-    after = "etcd"
+    after = "etcd-quorum"
 
     def admit(self, cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         return dict((cr.get("status") or {}).get(NAME) or {})

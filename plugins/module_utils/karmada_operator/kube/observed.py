@@ -129,16 +129,18 @@ def merge_reports(status: dict[str, Any], reports: list[dict[str, Any]]) -> dict
 
 def running_status(deployments: list[dict[str, Any]], pods: list[dict[str, Any]], plan: dict[str, Any],
                    certificates: list[dict[str, Any]], etcd_health: dict[str, Any] | None = None,
-                   last_replacement: str = "", reports: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                   reports: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What the status step writes once every gate passed: phase Running, the fields (the version
     its pods run per component, etcd's members, endpoints, certificate expiry) and the
     conditions, as the status writer takes them (``{phase, fields, conditions, event}``).
 
     ``deployments``/``pods``: the control plane's, read back now; ``certificates``: the
-    certificates step's metadata; ``etcd_health``: the quorum gate's report; ``last_replacement``:
-    what the etcd step says it last replaced ("" for none); ``reports``: the day-2 operations'
-    reports of this pass (:func:`merge_reports`)."""
+    certificates step's metadata; ``etcd_health``: the quorum gate's report; ``reports``: the
+    day-2 operations' reports of this pass (:func:`merge_reports`; the EtcdReady message names the
+    last member replacement etcd scaling's reports, status.etcdScaling.lastReplacement)."""
     etcd = plan["etcd"]
+    last_replacement = next((str(r["fields"]["etcdScaling"].get("lastReplacement") or "")
+                             for r in reports or [] if "etcdScaling" in (r.get("fields") or {})), "")
     serving = f"Karmada {plan['karmadaVersion']} is serving"
     if etcd["mode"] == "local":
         etcd_message = f"{etcd['replicas']}/{etcd['replicas']} members ready" + (

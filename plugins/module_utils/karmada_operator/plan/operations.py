@@ -1,5 +1,6 @@
 """Day-2 operations behind one interface: a version change (``upgrade``), a CA rotation
-(``caRotation``), etcd's automatic defragmentation (``etcdDefragmentation``) and encryption at
+(``caRotation``), etcd scaling and member replacement (``etcdScaling``), etcd's space quota
+(``etcdSpace``), etcd's automatic defragmentation (``etcdDefragmentation``) and encryption at
 rest (``encryption``: the rewrite of the encrypted resources after a change of key or settings,
 and the phases of a key rotation); the next ones join them here.
 
@@ -42,6 +43,7 @@ from typing import Any
 
 from karmada_operator.controlplane.encryption_rewrite import EncryptionRewrite
 from karmada_operator.etcd.defragmentation import Defragmentation
+from karmada_operator.etcd.scaling import EtcdScaling
 from karmada_operator.etcd.space import EtcdSpace
 from karmada_operator.kube.client import Kube
 from karmada_operator.pki import ca_rotation
@@ -123,8 +125,10 @@ class CaRotation:
         raise ValueError(f"caRotation has no transition {transition!r} (doing, advanced)")
 
 
-OPERATIONS: dict[str, Any] = {op.name: op for op in (Upgrade(), CaRotation(), EtcdSpace(), Defragmentation(),
-                                                     EncryptionRewrite())}
+# The order of the steps added after one anchor: etcd scaled (and lost members replaced) before
+# its space and fragmentation are looked at.
+OPERATIONS: dict[str, Any] = {op.name: op for op in (Upgrade(), CaRotation(), EtcdScaling(), EtcdSpace(),
+                                                     Defragmentation(), EncryptionRewrite())}
 
 
 def admit_all(cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, dict[str, Any]]:
@@ -148,7 +152,9 @@ def under_way(cr: Mapping[str, Any]) -> str:
 class Context:
     """What an operation's ``run`` works with: the plan, the custom resource as the pass started,
     the API server (``live``, for reads and locks), ``event`` to post an Event about the custom
-    resource (``{type, reason, message}``), the step's timeout and poll interval in seconds."""
+    resource (``{type, reason, message}``), the step's timeout and poll interval in seconds, and
+    how long a pod may sit in a state waiting does not clear (``stuck_after``) before a wait
+    gives up."""
 
     plan: Mapping[str, Any]
     owner: Mapping[str, Any]
@@ -156,6 +162,7 @@ class Context:
     event: Callable[[Mapping[str, str]], None]
     timeout: float
     poll: float
+    stuck_after: float = 60.0
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
     # the operator's connection to karmada-apiserver (None before the apiserver step made it)
     karmada: Kube | None = None

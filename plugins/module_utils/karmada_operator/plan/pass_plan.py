@@ -58,7 +58,8 @@ def control_plane_steps(upgrade: Mapping[str, Any], reverse: bool, rotation: Map
     Karmada's CRDs and system objects, the other components (the registry's order), then
     karmada-apiserver again when only its certificates changed (it restarts last), the Dropping
     phase's client-CA trim, and the Running status. ``after``: the steps day-2 operations add
-    after a step, by its name (operations.steps_after: etcd's defragmentation after etcd). A
+    after a step, by its name (operations.steps_after: etcd scaling after etcd, its
+    defragmentation after the quorum gate). A
     rollback reaches the running
     karmada-apiserver first and rolls it last: components (last first), the aggregated
     apiserver, the older CRDs, karmada-apiserver; a component never runs against a newer one it
@@ -67,7 +68,10 @@ def control_plane_steps(upgrade: Mapping[str, Any], reverse: bool, rotation: Map
     # first: every name the pass needs is free or this KarmadaDeployment's (NameConflict otherwise)
     steps = [step("ownership")]
     steps += [step("pre-upgrade-backup", "upgrade_backup")] if upgrade else []
-    steps += [step("pki"), step("etcd"), *(after or {}).get("etcd", [])]
+    # etcd: its StatefulSet and rollout; the operations after it (scaling, member replacement); the
+    # quorum gate with every member healthy; then the operations that need that (space, fragmentation)
+    steps += [step("pki"), step("etcd"), *(after or {}).get("etcd", []), step("etcd-quorum", "etcd_quorum"),
+              *(after or {}).get("etcd-quorum", [])]
     if reverse:
         steps += [step("apiserver-connect", "apiserver_connect"),
                   step("components", "components", component_step="components", reverse=True),
@@ -136,7 +140,7 @@ def plan_pass(cr: Mapping[str, Any], plan: Mapping[str, Any], *, converged_contr
     if not rotation and members_only(cr, plan, converged_control_plane):
         return {"mode": MODE_MEMBERS, "steps": [], "upgrade": upgrade, "reverse": reverse, "caRotation": {},
                 "conditions": restamped_conditions(cr)}
-    after = {anchor: steps_after(anchor, plan, records) for anchor in ("etcd", "control-plane")}
+    after = {anchor: steps_after(anchor, plan, records) for anchor in ("etcd", "etcd-quorum", "control-plane")}
     return {"mode": MODE_FULL, "steps": control_plane_steps(upgrade, reverse, rotation, after), "upgrade": upgrade,
             "reverse": reverse, "caRotation": rotation, "conditions": []}
 

@@ -3,7 +3,8 @@
 The one task behind every operation that runs as a step (plan/operations.py: ``run``): it gives
 the operation its Context (the plan, the custom resource, the API server, an Event poster, the
 step's timeout) and returns the operation's report, which the status step merges into the
-Running status. Nothing here knows any one operation.
+Running status. Nothing here knows any one operation. An operation whose failure must stop the
+pass raises ModuleFailed (``step_reason``: the reason status shows, as etcd scaling's refusals).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "owner": {"type": "dict", "required": True},
     "timeout": {"type": "float", "default": 600.0},
     "poll": {"type": "float", "default": 2.0},
+    "stuck_after": {"type": "float", "default": 60.0},
     "kubeconfig": {"type": "path"},
     # the operator's kubeconfig for karmada-apiserver (apiserver_connect.yml), when the pass made it
     "karmada_kubeconfig": {"type": "path"},
@@ -56,7 +58,8 @@ def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], 
         except KubeConfigError as exc:
             raise ModuleFailed(str(exc)) from exc
         ctx = operations.Context(plan=params["plan"], owner=current, live=live, event=event,
-                                 timeout=float(params["timeout"]), poll=float(params["poll"]), karmada=karmada)
+                                 timeout=float(params["timeout"]), poll=float(params["poll"]),
+                                 stuck_after=float(params["stuck_after"]), karmada=karmada)
         try:
             report = operations.run(params["name"], ctx)
         except ValueError as exc:
