@@ -364,7 +364,8 @@ def defragmentation_schema() -> Schema:
         "minDbSize with at least fragmentationPercent of it free pages is defragmented, one member per pass, "
         "followers first and the leader last, never while a member is unhealthy, a scale, an upgrade or a CA "
         "rotation is under way, or a backup of this etcd is running. Checked at every full pass (at least "
-        "hourly). status.etcdDefragmentation and the EtcdDefragmented condition report it.",
+        "hourly), and on an optional schedule. status.etcdDefragmentation and the EtcdDefragmented condition "
+        "report it.",
         {
             "policy": s("Auto (the default) defragments when due; Off never does.",
                         enum=list(defragmentation.POLICIES), default=d["policy"]),
@@ -374,6 +375,21 @@ def defragmentation_schema() -> Schema:
             "minDbSize": {**positive_size(quantity_or_int("Smallest database (bytes, or a quantity such as 100Mi) "
                                                           "worth defragmenting."), f"{field}.minDbSize"),
                           "default": d["minDbSize"]},
+            "schedule": s("Also defragment every member on this cron schedule (5 fields, in timeZone, default "
+                          "UTC; or @daily, @weekly...), whatever its fragmentation, in the same order and with "
+                          "the same holds, one member per pass; whatever policy says. A tick missed while the "
+                          "operator was down runs once; the first tick counts from when the schedule was set.",
+                          maxLength=128,
+                          pattern=r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$",
+                          **{"x-kubernetes-validations": [
+                              cel(f"self.matches(r'{CRON}')",
+                                  f"{field}.schedule must be @hourly, @daily, @midnight, @weekly, @monthly, "
+                                  "@yearly, @annually or 5 cron fields: minute 0-59, hour 0-23, day of month 1-31, "
+                                  "month 1-12 or JAN-DEC, day of week 0-6 or SUN-SAT; each *, a value, a-b, "
+                                  "optionally /step, or a comma-separated list of those"),
+                          ]}),
+            "timeZone": s("IANA time zone the schedule is read in, e.g. Europe/Berlin (default UTC).",
+                          minLength=1, maxLength=64, pattern=TIME_ZONE),
         },
         default={},
     )
@@ -888,8 +904,11 @@ def etcd_defragmentation_status() -> Schema:
         "dbSizeInUseBefore": s("Bytes in use before.", "integer", format="int64"),
         "dbSizeAfter": s("Database size after, in bytes.", "integer", format="int64"),
     })
-    round_ = obj("A round: the members due when it started, each defragmented once.", {
+    round_ = obj("A round: the members due when it started (every member, for a scheduled one), each "
+                 "defragmented once.", {
         "startedAt": s("When it started.", format="date-time"),
+        "trigger": s("Threshold (members due by fragmentation) or Schedule (a tick of spec...schedule).",
+                     enum=["Threshold", "Schedule"]),
         "finishedAt": s("When its last member was done.", format="date-time"),
         "members": arr("The members due when it started, in the order they are done.", s("Member name.")),
         "done": arr("The members defragmented so far, in order.", done),
@@ -901,6 +920,13 @@ def etcd_defragmentation_status() -> Schema:
         "message": s("What the last full pass found or did."),
         "round": round_,
         "lastRound": round_,
+        "schedule": obj("The schedule as the operator counts its ticks (absent without one).", {
+            "cron": s("spec.etcd.local.defragmentation.schedule as last seen."),
+            "timeZone": s("Its time zone (UTC when empty)."),
+            "since": s("When the operator first saw this schedule: ticks count from then.", format="date-time"),
+            "lastTick": s("The last tick a round started for.", format="date-time"),
+            "nextTick": s("The next tick.", format="date-time"),
+        }),
     })
 
 

@@ -501,6 +501,45 @@ def test_a_fragmented_etcd_is_defragmented_one_member_per_pass_followers_first_l
     assert_writes_kept(writer, 20)
 
 
+def test_a_defragmentation_schedule_defragments_every_member_at_its_tick_leader_last(fleet: Deployment):
+    """spec.etcd.local.defragmentation.schedule every minute, on members no longer fragmented (the
+    round before left each below 10 % free pages): nothing before the first tick after the
+    schedule was seen; at the tick, with no other edit or annotation, a round of every member,
+    followers first, the leader last (Events, after the tick), recorded as trigger Schedule for
+    that tick; removing the schedule ends it."""
+    at_three(fleet)
+    with etcd_client(fleet) as client:
+        sizes = member_sizes(client)
+    assert all(m["free"] < 10 for m in sizes.values()), sizes  # nothing due by the threshold
+    leader = next(name for name, m in sizes.items() if m["leader"])
+    followers = sorted((n for n in sizes if n != leader), key=lambda n: (len(n), n))
+    seen = {e["metadata"]["uid"] for e in events(fleet, "EtcdMemberDefragmented")}
+    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p", json.dumps(
+        {"spec": {"etcd": {"local": {"defragmentation": {"schedule": "* * * * *"}}}}}))
+    recorded = fleet.wait_for(lambda: (defrag_record(fleet).get("schedule") or {}).get("nextTick")
+                              and ready_at_generation(fleet) and defrag_record(fleet)["schedule"], 300,
+                              "the schedule recorded with its next tick")
+    print(f"\nschedule recorded: {recorded}")
+    assert recorded["cron"] == "* * * * *" and recorded["nextTick"] > recorded["since"]
+    assert "lastTick" not in recorded  # a new schedule waits for its first tick
+    tick = recorded["nextTick"]
+    done = fleet.wait_for(lambda: (lambda r: r if (r.get("lastRound") or {}).get("trigger") == "Schedule"
+                                   and len(r["lastRound"]["done"]) == 3 else None)(defrag_record(fleet)),
+                          300, "a scheduled round of every member")
+    print(f"scheduled round: {done['lastRound']}")
+    assert done["schedule"]["lastTick"] >= tick and done["lastRound"]["startedAt"] >= tick
+    new = [e for e in events(fleet, "EtcdMemberDefragmented") if e["metadata"]["uid"] not in seen]
+    for e in new:
+        print("EtcdMemberDefragmented:", e["message"])
+    # (the next tick's round may have begun by now: the first three are this round's)
+    assert [e["message"].split()[2] for e in new[:3]] == [*followers, leader], (new, leader)
+    assert [d["name"] for d in done["lastRound"]["done"]] == [*followers, leader]
+    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=json", "-p", json.dumps(
+        [{"op": "remove", "path": "/spec/etcd/local/defragmentation/schedule"}]))
+    fleet.wait_for(lambda: ready_at_generation(fleet) and "schedule" not in defrag_record(fleet), 300,
+                   "the schedule gone from status")
+
+
 QUOTA = "400Mi"
 
 

@@ -364,6 +364,11 @@ BROKEN = [
        {"spec.etcd.local.defragmentation.minDbSize": size}, ["spec.etcd.local.defragmentation.minDbSize", why])
       for name, size, why in [("zero", "0", "must be greater than zero"), ("negative", "-1Gi", "must not be negative"),
                               ("words", "lots", "should match")]],
+    *[(f"defragmentation-schedule-{name}", "KarmadaDeployment", {"spec.etcd.local.defragmentation.schedule": cron},
+       ["spec.etcd.local.defragmentation.schedule", "must be @hourly, @daily", "minute 0-59"])
+      for name, cron in [("hour-24", "0 24 * * *"), ("six-fields", "0 0 * * * *"), ("every", "@every 1h")]],
+    ("defragmentation-time-zone", "KarmadaDeployment", {"spec.etcd.local.defragmentation.timeZone": "not a zone"},
+     ["spec.etcd.local.defragmentation.timeZone", "should match"]),
     # the audit log (docs/security.md#audit)
     ("encryption-without-secrets", "KarmadaDeployment", {"spec.apiServer.encryption": {"resources": ["configmaps"]}},
      ["spec.apiServer.encryption.resources", "must include secrets"]),
@@ -419,7 +424,8 @@ ACCEPTED = [
                               "credentialsSecretRef": {"name": "c"}}}}),
     ("etcd-storage-size-small", "KarmadaDeployment", {"spec.etcd.local.storage.size": "1Mi"}),
     ("defragmentation-settings", "KarmadaDeployment",
-     {"spec.etcd.local.defragmentation": {"policy": "Off", "fragmentationPercent": 99, "minDbSize": 1048576}}),
+     {"spec.etcd.local.defragmentation": {"policy": "Off", "fragmentationPercent": 99, "minDbSize": 1048576,
+                                          "schedule": "30 2 * * SUN", "timeZone": "Europe/Berlin"}}),
     ("audit-file-webhook-own-policy", "KarmadaDeployment", {"spec.apiServer.audit": {
         "log": {"target": "File", "maxSizeMB": 10, "maxBackups": 2, "maxAgeDays": 0},
         "webhook": {"kubeconfigSecretRef": {"name": "audit-sink"}, "mode": "blocking"},

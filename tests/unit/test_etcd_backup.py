@@ -19,11 +19,11 @@ import yaml
 from karmada_operator.backup import job
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.backup import runner as eb_runner
-from karmada_operator.backup import schedule as eb_schedule
 from karmada_operator.backup import status as eb_status
 from karmada_operator.etcd import lease as eb_lease
 from karmada_operator.etcd.gateway import EtcdUnreachableError, Status
 from karmada_operator.etcd.snapshots import EtcdSnapshotError, RevisionReader, _bolt_last_revision
+from karmada_operator.kube import schedule as eb_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 3, 10, 12, 0, 30, tzinfo=UTC)

@@ -41,7 +41,7 @@ def fragmented():
 
 def test_the_defaults_are_openshifts_45_percent_on_100_mb_and_auto():
     assert defrag.policy({}) == {"policy": "Auto", "fragmentationPercent": 45, "minDbSize": "100Mi",
-                                 "minDbSizeBytes": 100 * MiB}
+                                 "minDbSizeBytes": 100 * MiB, "schedule": "", "timeZone": ""}
     assert defrag.policy({"minDbSize": "1Gi", "fragmentationPercent": 30})["minDbSizeBytes"] == 2**30
     assert defrag.policy({"minDbSize": 4096})["minDbSizeBytes"] == 4096
 
@@ -208,3 +208,78 @@ def test_only_operations_that_run_as_steps_can_be_run():
     with pytest.raises(ValueError, match="no day-2 operation 'upgrade' runs as a step"):
         operations.run("upgrade", None)
     assert pp.step("x")["file"] == "x"
+
+
+# The schedule (spec.etcd.local.defragmentation.schedule): every member at each tick.
+
+def clean():
+    """Three members with no free pages: nothing is due by the threshold."""
+    return health(member("etcd-0", 200, 200), member("etcd-1", 200, 200, leader=True), member("etcd-2", 200, 200))
+
+
+def test_a_schedule_counts_its_ticks_from_when_it_was_first_seen_and_waits_for_the_first():
+    pol = defrag.policy({"schedule": "0 3 * * *"})
+    first = defrag.decide(pol, clean(), {}, 3, NOW)  # noon: the next tick is tomorrow 03:00, not today's
+    assert first.action == "report" and first.record["phase"] == "Idle"
+    assert first.record["schedule"] == {"cron": "0 3 * * *", "timeZone": "", "since": "2026-12-05T12:00:00Z",
+                                        "nextTick": "2026-12-06T03:00:00Z"}
+    assert "next scheduled round at 2026-12-06T03:00:00Z" in first.record["message"]
+    again = defrag.decide(pol, clean(), first.record, 3, NOW.replace(hour=20))
+    assert again.record == first.record  # an idle pass writes the same record
+    op = defrag.Defragmentation()
+    status = {"status": {defrag.NAME: first.record}}
+    assert op.wake_at(status)[0] == datetime(2026, 12, 6, 3, 0, tzinfo=UTC)
+    assert operations.wake_at(status) == datetime(2026, 12, 6, 3, 0, tzinfo=UTC)
+    assert operations.under_way(status, NOW.replace(hour=20)) == ""
+    assert operations.under_way(status, datetime(2026, 12, 6, 3, 0, 1, tzinfo=UTC)) == (
+        "a scheduled etcd defragmentation is due since 2026-12-06T03:00:00Z")
+    # a new schedule counts from when it is seen
+    moved = defrag.decide(defrag.policy({"schedule": "30 * * * *", "timeZone": "Europe/Berlin"}), clean(),
+                          first.record, 3, NOW.replace(hour=20))
+    assert moved.record["schedule"]["since"] == "2026-12-05T20:00:00Z"
+    assert moved.record["schedule"]["nextTick"] == "2026-12-05T20:30:00Z"
+
+
+def test_each_tick_defragments_every_member_followers_first_the_leader_last_once():
+    pol = defrag.policy({"schedule": "0 3 * * *", "policy": "Off"})  # the schedule runs whatever policy says
+    record = defrag.decide(pol, clean(), {}, 3, NOW).record
+    assert record["phase"] == "Disabled" and "scheduled rounds at 0 3 * * *" in record["message"]
+    at = datetime(2026, 12, 6, 3, 0, 5, tzinfo=UTC)
+    order = []
+    for _ in range(5):
+        d = defrag.decide(pol, clean(), record, 3, at)
+        if d.action != "defragment":
+            record = d.record
+            break
+        assert d.record["round"]["trigger"] == "Schedule"
+        order.append(d.member)
+        record = defrag.after_member(d, {"name": d.member}, clean(), pol, at)
+    assert order == ["etcd-0", "etcd-2", "etcd-1"]
+    assert record["lastRound"]["trigger"] == "Schedule" and record["schedule"]["lastTick"] == "2026-12-06T03:00:00Z"
+    assert record["schedule"]["nextTick"] == "2026-12-07T03:00:00Z"
+    # the tick was used: a later pass the same day starts nothing
+    assert defrag.decide(pol, clean(), record, 3, at.replace(hour=9)).action == "report"
+    # a member down at a tick: the round waits (the tick is not lost), then runs
+    down = clean()
+    down["members"][0].update(healthy=False, reachable=False)
+    nxt = datetime(2026, 12, 7, 3, 0, 5, tzinfo=UTC)
+    waiting = defrag.decide(pol, down, record, 3, nxt)
+    assert waiting.action == "report" and waiting.record["phase"] == "Waiting"
+    assert defrag.decide(pol, clean(), waiting.record, 3, nxt).member == "etcd-0"
+
+
+def test_a_bad_schedule_or_zone_is_refused_naming_the_field():
+    with pytest.raises(defrag.PolicyError) as bad:
+        defrag.policy({"schedule": "every night"})
+    assert bad.value.field == "spec.etcd.local.defragmentation.schedule"
+    with pytest.raises(defrag.PolicyError) as zone:
+        defrag.policy({"schedule": "@daily", "timeZone": "Mars/Olympus"})
+    assert zone.value.field == "spec.etcd.local.defragmentation.timeZone"
+
+
+def test_leaf_renewal_is_an_operation_whose_time_is_the_soonest_renewal_window():
+    cr = {"status": {"converged": {"renewAt": "2026-12-05T12:30:00Z"}}}
+    assert operations.OPERATIONS["leafRenewal"].wake_at(cr)[0] == datetime(2026, 12, 5, 12, 30, tzinfo=UTC)
+    assert operations.under_way(cr, NOW) == ""
+    assert operations.under_way(cr, NOW.replace(hour=13)) == (
+        "a certificate is due for renewal since 2026-12-05T12:30:00Z")

@@ -63,7 +63,16 @@ def test_the_converged_task_reads_its_own_operator_s_period_and_build():
     assert converged_task.OPERATOR_ROOT == ROOT
     assert converged_task.own_build() == build_id(str(ROOT))
     now = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
-    cr = {"metadata": {"name": "k"}}
-    assert converged_task.requeue(cr, "2026-12-05T12:05:00Z", now) == "300s"  # before the 10m period
-    assert converged_task.requeue(cr, "2026-12-05T13:00:00Z", now) == ""
-    assert converged_task.requeue(cr, "", now) == ""
+
+    def cr(renew_at="", tick=""):
+        status = {"converged": {"renewAt": renew_at}} if renew_at else {}
+        if tick:
+            status["etcdDefragmentation"] = {"phase": "Idle", "schedule": {"cron": "0 3 * * *", "nextTick": tick}}
+        return {"metadata": {"name": "k"}, "status": status}
+
+    assert converged_task.requeue(cr("2026-12-05T12:05:00Z"), now) == "300s"  # before the 10m period
+    assert converged_task.requeue(cr("2026-12-05T13:00:00Z"), now) == ""
+    assert converged_task.requeue(cr(), now) == ""
+    # a scheduled defragmentation's tick is a time of its own: the soonest of the two
+    assert converged_task.requeue(cr("2026-12-05T12:05:00Z", "2026-12-05T12:02:00Z"), now) == "120s"
+    assert converged_task.requeue(cr("", "2026-12-05T12:07:30Z"), now) == "450s"

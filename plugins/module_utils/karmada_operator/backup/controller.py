@@ -30,7 +30,6 @@ from typing import Any
 
 from karmada_operator.backup import continuous_controller as eb_continuous
 from karmada_operator.backup import plan as eb_plan
-from karmada_operator.backup import schedule as eb_schedule
 from karmada_operator.backup import status as eb_status
 from karmada_operator.backup.pod import (
     API_VERSION,
@@ -43,6 +42,7 @@ from karmada_operator.backup.pod import (
 )
 from karmada_operator.etcd import lease as eb_lease
 from karmada_operator.kube import conditions as k8s_conditions
+from karmada_operator.kube import schedule as eb_schedule
 from karmada_operator.kube.client import Kube, KubeError, owner_reference
 from karmada_operator.plan.upgrade import PRE_UPGRADE_ANNOTATION
 from karmada_operator.runtime.cr_pass import COMMON_ARGS, Outcome

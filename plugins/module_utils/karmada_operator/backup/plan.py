@@ -14,8 +14,8 @@ from typing import Any
 
 from karmada_operator.backup import store as store_lib
 from karmada_operator.backup.runner import PLAN_FORMAT
-from karmada_operator.backup.schedule import parse_schedule, zone
 from karmada_operator.etcd.lease import lease_name
+from karmada_operator.kube.schedule import parse_schedule, zone
 from karmada_operator.plan import plan as karmada_plan
 
 DEFAULT_MAX_BACKUPS = 7  # the CRD's default for spec.retention.maxBackups

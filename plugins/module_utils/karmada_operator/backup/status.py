@@ -7,12 +7,12 @@ from datetime import datetime
 from typing import Any
 
 from karmada_operator.backup.plan import rfc3339
-from karmada_operator.backup.schedule import next_run
 from karmada_operator.etcd.gateway import EtcdError
 from karmada_operator.etcd.snapshots import (
     EtcdSnapshotError,
 )
 from karmada_operator.kube import conditions as k8s_conditions
+from karmada_operator.kube.schedule import next_run
 
 CONDITION_READY = "Ready"
 CONDITION_RETENTION = "RetentionApplied"

@@ -18,7 +18,12 @@ cluster-etcd-operator's defrag controller: 45 % on a database of at least 100 MB
   records the round, and while it is ``InProgress`` the fast path is off, so the status write
   that ends the pass starts the one for the next member;
 * a member that fails (an error, or not healthy again within the step's timeout) ends the round
-  as ``Failed`` with a Warning Event; the next full pass starts a new round if still due.
+  as ``Failed`` with a Warning Event; the next full pass starts a new round if still due;
+* with a ``schedule`` (cron, in ``timeZone``), each tick starts a round of **every** member
+  whatever its fragmentation (etcd-druid's defragmentation schedule), in the same order and with
+  the same holds, whatever ``policy`` says; ticks count from when the operator first saw the
+  schedule (status.etcdDefragmentation.schedule), a tick missed while the operator was down runs
+  once. The operator comes back at the next tick (:meth:`Defragmentation.wake_at`).
 
 The decision (:func:`decide`) is pure; :class:`Defragmentation` runs it against etcd.
 """
@@ -36,11 +41,12 @@ from karmada_operator.etcd.client_secret import pod_addresses, step_client_tls
 from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
 from karmada_operator.etcd.health import cluster_health
 from karmada_operator.etcd.rollout import read_health
+from karmada_operator.kube import schedule as cron
 
 NAME = "etcdDefragmentation"  # its status field and operation name
 CONDITION = "EtcdDefragmented"
 FIELD = "spec.etcd.local.defragmentation"
-DEFAULTS = {"policy": "Auto", "fragmentationPercent": 45, "minDbSize": "100Mi"}
+DEFAULTS = {"policy": "Auto", "fragmentationPercent": 45, "minDbSize": "100Mi", "schedule": "", "timeZone": ""}
 POLICIES = ("Auto", "Off")
 
 
@@ -68,8 +74,19 @@ def policy(spec: Mapping[str, Any] | None) -> dict[str, Any]:
         size = int(parse_quantity(given["minDbSize"]))
     except ValueError as exc:
         raise PolicyError(f"{FIELD}.minDbSize", f"{given['minDbSize']!r} is not a quantity ({exc})") from None
+    schedule, time_zone = str(given["schedule"] or ""), str(given["timeZone"] or "")
+    if schedule:
+        try:
+            cron.parse_schedule(schedule)
+        except ValueError as exc:
+            raise PolicyError(f"{FIELD}.schedule", str(exc)) from None
+    if time_zone:
+        try:
+            cron.zone(time_zone)
+        except ValueError as exc:
+            raise PolicyError(f"{FIELD}.timeZone", str(exc)) from None
     return {"policy": given["policy"], "fragmentationPercent": percent, "minDbSize": str(given["minDbSize"]),
-            "minDbSizeBytes": max(size, 0)}
+            "minDbSizeBytes": max(size, 0), "schedule": schedule, "timeZone": time_zone}
 
 
 def mib(size: int) -> str:
@@ -150,40 +167,85 @@ def blockers(health: Mapping[str, Any], replicas: int) -> list[str]:
     return out
 
 
+def _time(text: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def schedule_record(pol: Mapping[str, Any], record: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """status.etcdDefragmentation.schedule for ``pol``'s schedule ({} without one): kept while the
+    schedule is the one recorded, started afresh (ticks counted from ``now``) when it changed."""
+    if not pol.get("schedule"):
+        return {}
+    sched = dict(record.get("schedule") or {})
+    if (sched.get("cron"), sched.get("timeZone", "")) != (pol["schedule"], pol.get("timeZone", "")) \
+            or _time(sched.get("since")) is None:
+        sched = {"cron": pol["schedule"], "timeZone": pol.get("timeZone", ""), "since": _iso(now)}
+    since = _time(sched.get("lastTick")) or _time(sched["since"])
+    nxt = cron.next_run(pol["schedule"], pol.get("timeZone") or None, since) if since else None
+    if nxt is not None:
+        sched["nextTick"] = _iso(nxt)
+    return sched
+
+
+def tick_due(sched: Mapping[str, Any], now: datetime) -> bool:
+    """A tick of the recorded schedule has come and no round was started for it yet."""
+    nxt = _time(sched.get("nextTick")) if sched else None
+    return nxt is not None and nxt <= now
+
+
 def decide(pol: Mapping[str, Any], health: Mapping[str, Any], record: Mapping[str, Any], replicas: int,
            now: datetime) -> Decision:
     """What this pass does (module docstring). ``record``: status.etcdDefragmentation as the pass
     started; the Decision's record is the one to write when nothing is defragmented, or the round
     being worked on when a member is."""
-    last = {k: record[k] for k in ("lastRound",) if record.get(k)}
-    if pol["policy"] == "Off":
-        return Decision("report", {**last, "phase": "Disabled", "message": f"{FIELD}.policy is Off"})
+    sched = schedule_record(pol, record, now)
+    keep = {k: v for k, v in (("lastRound", record.get("lastRound")), ("schedule", sched)) if v}
     members = list(health.get("members") or [])
-    due = [name for name in order(members) if is_due(next(m for m in members if m["name"] == name), pol)]
     round_ = dict(record.get("round") or {}) if record.get("phase") in ("InProgress", "Waiting") else {}
+    if not round_ and tick_due(sched, now):
+        # a tick: every member, whatever its fragmentation; the tick is used once this round starts
+        tick = sched["nextTick"]
+        sched = schedule_record(pol, {"schedule": {**sched, "lastTick": tick}}, now)
+        keep["schedule"] = sched
+        round_ = {"startedAt": _iso(now), "trigger": "Schedule", "members": order(members), "done": []}
+    if pol["policy"] == "Off" and round_.get("trigger") != "Schedule":
+        nxt = f"; scheduled rounds at {sched['cron']} (next {sched.get('nextTick')})" if sched else ""
+        return Decision("report", {**keep, "phase": "Disabled", "message": f"{FIELD}.policy is Off{nxt}"})
     done = {d["name"] for d in round_.get("done") or []}
-    if round_:
-        left = [name for name in due if name in (round_.get("members") or []) and name not in done]
+    if round_.get("trigger") == "Schedule":
+        left = [name for name in order(members) if name in (round_.get("members") or []) and name not in done]
+        rule = f"the schedule's tick ({sched.get('lastTick') or round_.get('startedAt')})"
     else:
-        left = due
-        round_ = {"startedAt": _iso(now), "members": due, "done": []}
+        due = [name for name in order(members) if is_due(next(m for m in members if m["name"] == name), pol)]
+        rule = _rule(pol)
+        if round_:
+            left = [name for name in due if name in (round_.get("members") or []) and name not in done]
+        else:
+            left = due
+            round_ = {"startedAt": _iso(now), "trigger": "Threshold", "members": due, "done": []}
     if not left:
-        idle: dict[str, Any] = {"phase": "Idle", "message": _idle_message(members, pol)}
+        idle: dict[str, Any] = {**keep, "phase": "Idle", "message": _idle_message(members, pol, sched)}
         if round_.get("done"):
             idle["lastRound"] = {**round_, "finishedAt": _iso(now)}
-        elif last:
-            idle.update(last)
         return Decision("report", idle)
     why = blockers(health, replicas)
     if why:
-        return Decision("report", {**last, "phase": "Waiting", "round": round_,
-                                   "message": f"{', '.join(left)} due ({_rule(pol)}); waiting: {'; '.join(why)}"})
-    return Decision("defragment", {**last, "phase": "InProgress", "round": round_}, member=left[0])
+        return Decision("report", {**keep, "phase": "Waiting", "round": round_,
+                                   "message": f"{', '.join(left)} due ({rule}); waiting: {'; '.join(why)}"})
+    return Decision("defragment", {**keep, "phase": "InProgress", "round": round_}, member=left[0])
 
 
-def _idle_message(members: Sequence[Mapping[str, Any]], pol: Mapping[str, Any]) -> str:
+def _idle_message(members: Sequence[Mapping[str, Any]], pol: Mapping[str, Any],
+                  sched: Mapping[str, Any] | None = None) -> str:
     # no figures: they move with every write, and the same pass must write the same status
-    return f"no member at or above {_rule(pol)} (sizes: status.etcd.members)" if members else "no member read"
+    nxt = f"; next scheduled round at {sched.get('nextTick')}" if sched and sched.get("nextTick") else ""
+    if pol["policy"] == "Off":
+        return f"{FIELD}.policy is Off{nxt}"
+    return (f"no member at or above {_rule(pol)} (sizes: status.etcd.members){nxt}" if members
+            else f"no member read{nxt}")
 
 
 def after_member(decision: Decision, done: Mapping[str, Any], health: Mapping[str, Any],
@@ -234,6 +296,12 @@ class Defragmentation:
         if record.get("phase") != "InProgress":
             return ""
         return f"etcd defragmentation under way ({record.get('message') or 'next member'})"
+
+    def wake_at(self, cr: Mapping[str, Any]) -> tuple[datetime, str] | None:
+        """The next tick of the schedule (as the last full pass recorded it), and why."""
+        sched = ((cr.get("status") or {}).get(NAME) or {}).get("schedule") or {}
+        at = _time(sched.get("nextTick")) if sched.get("nextTick") else None
+        return (at, f"a scheduled etcd defragmentation is due since {sched['nextTick']}") if at else None
 
     def run(self, ctx: Any) -> dict[str, Any]:
         """Defragment at most one member (module docstring); the report for the status step."""

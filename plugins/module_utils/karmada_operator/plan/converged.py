@@ -13,9 +13,10 @@ compares; it ends at once, writing nothing, only when:
 * the fingerprint is the same (no spec change, no object edited, deleted or added);
 * status says Ready at this generation;
 * every Deployment and StatefulSet has all its replicas ready on its current generation;
-* no certificate has entered its renewal window (``renewAt``, the soonest one);
-* no day-2 operation is under way (plan/operations.py: a CA rotation asked for or not
-  ``Done``, an etcd defragmentation round ``InProgress``): each of their steps is a full pass;
+* no day-2 operation is under way or due (plan/operations.py: a CA rotation asked for or not
+  ``Done``, an etcd defragmentation round ``InProgress``, a certificate in its renewal window
+  (``renewAt``, the soonest one, recorded here), a scheduled defragmentation's tick): each of
+  their steps is a full pass;
 * the last full pass is younger than ``recheck_after`` (objects inside karmada-apiserver,
   such as CRDs and APIServices, and what the operator does not own, are checked only by a
   full pass);
@@ -171,10 +172,8 @@ def decide(cr: Mapping[str, Any], objects: list[Mapping[str, Any]], build: str, 
     at = _time(record.get("at") or "")
     if at is None or (now - at).total_seconds() >= recheck_after:
         return Decision(False, f"the last full pass is older than {recheck_after:.0f} s")
-    due = _time(record.get("renewAt") or "")
-    if due is not None and now >= due:
-        return Decision(False, f"a certificate is due for renewal since {iso(due)}")
-    operating = operations.under_way(cr)
+    # a certificate due for renewal (pki/renewal.py), a scheduled round's tick, an operation under way
+    operating = operations.under_way(cr, now)
     if operating:
         return Decision(False, operating)
     asked = full_pass_asked(cr)

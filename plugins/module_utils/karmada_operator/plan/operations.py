@@ -1,6 +1,7 @@
 """Day-2 operations behind one interface: a version change (``upgrade``), a CA rotation
-(``caRotation``), etcd scaling and member replacement (``etcdScaling``), etcd's space quota
-(``etcdSpace``), etcd's automatic defragmentation (``etcdDefragmentation``) and encryption at
+(``caRotation``), leaf renewal's trigger (``leafRenewal``), etcd scaling and member replacement
+(``etcdScaling``), etcd's space quota (``etcdSpace``), etcd's automatic defragmentation
+(``etcdDefragmentation``) and encryption at
 rest (``encryption``: the rewrite of the encrypted resources after a change of key or settings,
 and the phases of a key rotation); the next ones join them here.
 
@@ -27,7 +28,10 @@ An operation that runs as a step of its own (etcd/defragmentation.py is the mode
   API clients, the step's timeout, an Event poster) and returns its report for the status step
   (``{"fields", "conditions", "changed"}``, merged into the Running status);
 - ``under_way(cr)``: why the fast path must not end a reconcile ("" when nothing is left), so
-  the status write that ends one pass starts the next.
+  the status write that ends one pass starts the next;
+- optionally ``wake_at(cr)``: ``(when, why)`` a full pass is needed at a time of its own (a
+  certificate's renewal window, a schedule's next tick), or None: the fast path takes the full
+  pass from then on, and the runtime is asked to come back then.
 
 A new operation of that kind is one module with its class and logic, its entry in
 :data:`OPERATIONS` below, and its spec and status fields in the schema: no task file, filter or
@@ -47,6 +51,7 @@ from karmada_operator.etcd.scaling import EtcdScaling
 from karmada_operator.etcd.space import EtcdSpace
 from karmada_operator.kube.client import Kube
 from karmada_operator.pki import ca_rotation
+from karmada_operator.pki.renewal import LeafRenewal
 from karmada_operator.plan import upgrade as karmada_upgrade
 
 
@@ -127,8 +132,8 @@ class CaRotation:
 
 # The order of the steps added after one anchor: etcd scaled (and lost members replaced) before
 # its space and fragmentation are looked at.
-OPERATIONS: dict[str, Any] = {op.name: op for op in (Upgrade(), CaRotation(), EtcdScaling(), EtcdSpace(),
-                                                     Defragmentation(), EncryptionRewrite())}
+OPERATIONS: dict[str, Any] = {op.name: op for op in (Upgrade(), CaRotation(), LeafRenewal(), EtcdScaling(),
+                                                     EtcdSpace(), Defragmentation(), EncryptionRewrite())}
 
 
 def admit_all(cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, dict[str, Any]]:
@@ -143,9 +148,25 @@ def steps_after(anchor: str, plan: Mapping[str, Any], records: Mapping[str, Mapp
     return [s for op in OPERATIONS.values() if getattr(op, "after", "") == anchor for s in op.steps(plan, records)]
 
 
-def under_way(cr: Mapping[str, Any]) -> str:
-    """Why a reconcile must take a full pass for an operation ("" when none needs one)."""
-    return next((why for why in (op.under_way(cr) for op in OPERATIONS.values()) if why), "")
+def under_way(cr: Mapping[str, Any], now: datetime | None = None) -> str:
+    """Why a reconcile must take a full pass for an operation ("" when none needs one): one under
+    way, or one whose time has come (``wake_at``: a certificate to renew, a scheduled round)."""
+    now = now or datetime.now(UTC)
+    for op in OPERATIONS.values():
+        why = op.under_way(cr)
+        if why:
+            return why
+        wake = op.wake_at(cr) if hasattr(op, "wake_at") else None
+        if wake is not None and wake[0] <= now:
+            return wake[1]
+    return ""
+
+
+def wake_at(cr: Mapping[str, Any]) -> datetime | None:
+    """The soonest time an operation needs a full pass (None: none asks): the runtime is asked to
+    come back then when it is before the next periodic reconcile (plan/requeue.py)."""
+    times = [w[0] for w in (op.wake_at(cr) for op in OPERATIONS.values() if hasattr(op, "wake_at")) if w]
+    return min(times) if times else None
 
 
 @dataclass

@@ -16,7 +16,8 @@ from karmada_operator.etcd.client_secret import pod_addresses, step_client_tls
 from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError, root_cause
 from karmada_operator.pki.pki import PkiInputError, renewal_window
-from karmada_operator.plan.converged import OWNED_KINDS, build_id, decide, record, unready_members
+from karmada_operator.plan import operations
+from karmada_operator.plan.converged import OWNED_KINDS, build_id, decide, iso, record, unready_members
 from karmada_operator.plan.requeue import requeue_after, watches_period
 from karmada_operator.runtime.status_writer import write_status
 from karmada_operator.task import ModuleFailed
@@ -32,10 +33,12 @@ def own_build() -> str:
     return build_id(str(OPERATOR_ROOT))
 
 
-def requeue(cr: dict[str, Any], renew_at: str, now: datetime) -> str:
-    """The requeue period ("<n>s") when the next certificate renewal comes before the next
-    periodic reconcile, else "" (plan/requeue.py): the runtime is asked to come back then."""
-    return requeue_after(cr, renew_at, watches_period(OPERATOR_ROOT), now)
+def requeue(cr: dict[str, Any], now: datetime) -> str:
+    """The requeue period ("<n>s") when a day-2 operation's time (operations.wake_at: the next
+    certificate renewal, a scheduled defragmentation) comes before the next periodic reconcile,
+    else "" (plan/requeue.py): the runtime is asked to come back then."""
+    at = operations.wake_at(cr)
+    return requeue_after(cr, iso(at) if at else "", watches_period(OPERATOR_ROOT), now)
 
 
 ARGUMENT_SPEC: dict[str, Any] = {
@@ -131,8 +134,7 @@ def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> d
                     # etcd's space is the control plane's: the full pass, not the members' alone
                     control_plane = control_plane and not space
                 converged = decision.converged and reason == decision.reason
-                renew_at = ((cr.get("status") or {}).get("converged") or {}).get("renewAt") or ""
-                again = requeue(cr, str(renew_at), now) if converged else ""
+                again = requeue(cr, now) if converged else ""
                 if converged and low:  # a database over the low mark: look again soon (etcd/space.py)
                     soon = etcd_space.LOW_RECHECK_SECONDS
                     again = f"{min(int(again[:-1]), soon) if again else soon}s"
@@ -152,4 +154,4 @@ def run(p: dict[str, Any], check_mode: bool = False, warn=lambda msg: None) -> d
         raise ModuleFailed(str(exc)) from None
     return {"changed": converged["fingerprint"] != previous, "converged": True,
             "reason": f"recorded the full pass at {converged['at']}", "renew_at": converged.get("renewAt", ""),
-            "requeue_after": requeue(cr, str(converged.get("renewAt") or ""), now)}
+            "requeue_after": requeue({**cr, "status": {**(cr.get("status") or {}), "converged": converged}}, now)}

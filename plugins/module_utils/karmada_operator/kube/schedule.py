@@ -1,5 +1,7 @@
-"""EtcdBackup's schedule: ``spec.schedule`` (5-field cron or an @macro) in ``spec.timeZone``,
-as Kubernetes CronJobs read it; missed ticks run once (:func:`next_run`, :func:`due`)."""
+"""A cron schedule (5 fields or an @macro) in an IANA time zone, as Kubernetes CronJobs read it;
+missed ticks run once (:func:`next_run`, :func:`due`). EtcdBackup's ``spec.schedule`` and
+``spec.timeZone``, and etcd's scheduled defragmentation
+(``spec.etcd.local.defragmentation.schedule``)."""
 
 from __future__ import annotations
 
