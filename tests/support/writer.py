@@ -31,12 +31,16 @@ class Writer:
     """Creates ConfigMaps in Karmada's ``default`` namespace in a thread; ``prefix`` keeps the
     writers of different tests apart."""
 
-    def __init__(self, kubeconfig, prefix: str = "w", label: str = "etcd-scale"):
+    def __init__(self, kubeconfig, prefix: str = "w", label: str = "etcd-scale", rate: float = 0.0):
         from kubernetes import client, config
 
         self.prefix, self.label = prefix, label
+        # creates per second to aim at (0: one after the other, 0.1 s apart)
+        self.period = 1.0 / rate if rate else 0.0
         self.api = client.CoreV1Api(config.new_client_from_config(str(kubeconfig)))
         self.acked: list[str] = []
+        # name -> (time.monotonic() when acknowledged, the ConfigMap's data as created)
+        self.acked_at: dict[str, tuple[float, dict[str, str]]] = {}
         self.failures: list[str] = []
         self.attempts: list[tuple[float, bool]] = []
         self.stop = threading.Event()
@@ -47,6 +51,7 @@ class Writer:
         from kubernetes import client
 
         i = 0
+        next_at = time.monotonic()
         while not self.stop.is_set():
             name = f"{self.prefix}-{i:06d}"
             body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels={"e2e": self.label,
@@ -55,13 +60,18 @@ class Writer:
             started = time.monotonic()
             try:
                 self.api.create_namespaced_config_map("default", body, _request_timeout=10)
+                self.acked_at[name] = (time.monotonic(), {"i": str(i)})
                 self.acked.append(name)
                 self.attempts.append((started, True))
             except Exception as exc:  # noqa: BLE001 - an unacknowledged write is allowed, counted
                 self.failures.append(f"{time.strftime('%H:%M:%S')} {name}: {str(exc)[:160]}")
                 self.attempts.append((started, False))
             i += 1
-            self.stop.wait(0.1)
+            if self.period:
+                next_at += self.period
+                self.stop.wait(max(0.0, next_at - time.monotonic()))
+            else:
+                self.stop.wait(0.1)
 
     def finish(self) -> None:
         self.stop.set()
