@@ -45,6 +45,7 @@ NS = "backup-e2e"
 NAME = "vault"
 TARGET_NS = "restore-e2e"
 TARGET = "vault2"
+AT_REVISION = "vault3"  # a second new site, restored to a revision in the middle of the writer's run
 ETCD_PODS = f"app.kubernetes.io/name=etcd,app.kubernetes.io/instance={NAME}"  # the source's etcd pods and claims
 API = "operator.karmada.io/v1alpha1"
 BUMP = 1_000_000_000
@@ -463,10 +464,10 @@ def member_get(member: MemberCluster, *args: str) -> dict | None:
     return json.loads(out) if out.strip() else None
 
 
-def restored_etcd_keys(host: HostCluster) -> Keys:
+def restored_etcd_keys(host: HostCluster, name: str = TARGET) -> Keys:
     """Every key of the restored etcd and the revision it answered at, from etcd itself: etcdctl
     in the member's pod with the member's certificate (keys and values come base64 in JSON)."""
-    out = host.kubectl("exec", "-n", TARGET_NS, f"{TARGET}-etcd-0", "-c", "etcd", "--", "etcdctl",
+    out = host.kubectl("exec", "-n", TARGET_NS, f"{name}-etcd-0", "-c", "etcd", "--", "etcdctl",
                        "--endpoints=https://127.0.0.1:2379", f"--cacert={ETCD_PKI}/ca.crt",
                        f"--cert={ETCD_PKI}/server.crt", f"--key={ETCD_PKI}/server.key",
                        "get", "--prefix", "", "-w", "json", timeout=300).stdout
@@ -552,6 +553,11 @@ def test_restore_into_a_new_karmada_brings_back_every_key_and_the_members_work_t
     one second more is allowed for the store's write), and every earlier one is read back
     through the restored karmada-apiserver with its data.
 
+    Beside it, a second new site restores the same chains to a revision R in the middle of the
+    writer's run: the snapshot prepared for R holds exactly what a read at R returned (taken then,
+    from etcd itself): the same keys, the same values; and its restored etcd holds every key of
+    that snapshot, as the first site's does.
+
     The snapshot's keys are read from the object in S3 (downloaded with boto3, its sha256 checked)
     by tests/support/etcd_db.py: a snapshot is a bbolt file whose bucket ``key`` holds every
     revision (key, value, revisions, lease as mvccpb.KeyValue); replaying it gives the keys at the
@@ -585,6 +591,11 @@ def test_restore_into_a_new_karmada_brings_back_every_key_and_the_members_work_t
     writer = Writer(env.fleet.kubeconfig(), prefix="after-full", label="restore", rate=10)
     try:
         # long enough for the follower to have stored deltas and to hold the newest changes unstored
+        # R, in the middle of the run: what etcd returns for a read at R, taken now
+        wait_for(lambda: len(writer.acked) >= 100, 120, "100 creates")
+        mid = json.loads(source_etcd(env.host, "endpoint", "status", "-w", "json"))[0]["Status"]["header"][
+            "revision"]
+        at_mid = etcd_keys_json(source_etcd(env.host, "get", "--prefix", "", f"--rev={mid}", "-w", "json"))
         wait_for(lambda: env.host.get("etcdbackup", "for-restore", "-n", NS)["status"]["continuous"].get(
             "deltaRevision") and len(writer.acked) >= 250, 180, "250 creates and a stored delta")
         # The site is lost, the writer still writing: the operator there stops (paused), then every
@@ -620,6 +631,12 @@ def test_restore_into_a_new_karmada_brings_back_every_key_and_the_members_work_t
     assert "members" not in kd["spec"]
     env.apply(kd)
     target = Deployment(env.host, env.operator, env.fleet.work, TARGET, TARGET_NS)
+    # the second site, to revision R, at the same time
+    env.apply(restore_cr("to-revision", AT_REVISION, {
+        "location": f"s3://{bucket}/move", "backupName": "for-restore", "revision": mid,
+        "s3": {"endpoint": env.s3.endpoint, "region": "us-east-1", "forcePathStyle": True,
+               "credentialsSecretRef": {"name": "s3-credentials"}}}, pki={"secretRef": {"name": "source-pki"}}))
+    env.apply(target_cr(env, AT_REVISION))
     done = wait_for(lambda: (lambda r: r if r.get("status", {}).get("phase") in ("Succeeded", "Failed") else None)(
         env.host.get("etcdrestore", "move", "-n", TARGET_NS)), 1200, "the restore to finish", env.operator.log_tail,
         interval=5)
@@ -660,6 +677,31 @@ def test_restore_into_a_new_karmada_brings_back_every_key_and_the_members_work_t
     restored_cms = {c["metadata"]["name"]: c.get("data") for c in json.loads(target.karmadactl(
         "get", "configmaps", "-n", "default", "-l", "writer=after-full", "-o", "json").stdout)["items"]}
     assert {n: restored_cms.get(n) for n in kept_names} == {n: writer.acked_at[n][1] for n in kept_names}
+
+    # The second site, restored to R: its snapshot is what a read at R returned, key for key.
+    at_r = wait_for(lambda: (lambda r: r if r.get("status", {}).get("phase") in ("Succeeded", "Failed") else None)(
+        env.host.get("etcdrestore", "to-revision", "-n", TARGET_NS)), 900, "the restore to revision R to finish",
+        env.operator.log_tail, interval=5)
+    assert at_r["status"]["phase"] == "Succeeded", at_r["status"]
+    point_r = at_r["status"]["point"]
+    assert point_r["revision"] == mid and point_r["revisionsReplayed"] > 0, (point_r, mid)
+    path_r = tmp_path / point_r["snapshot"]["name"]
+    path_r.write_bytes(env.s3.client().get_object(Bucket=bucket, Key=f"move/{point_r['snapshot']['name']}")[
+        "Body"].read())
+    assert hashlib.sha256(path_r.read_bytes()).hexdigest() == point_r["snapshot"]["sha256"]
+    snapshot_r = read_keys(path_r)
+    got = {k: kv.value for k, kv in snapshot_r.kvs.items()}
+    want = {k: kv.value for k, kv in at_mid.kvs.items()}
+    differ = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+    print(f"restore to revision {mid}: {point_r['revisionsReplayed']} revisions replayed after full "
+          f"{point_r['full']}; {len(got)} keys, {len(differ)} differing from the read at {mid}")
+    assert not differ, differ[:10]
+    assert sum(k.startswith(b"/registry/configmaps/default/after-full-") for k in got) >= 100
+    problems_r, _ = compare_keys(snapshot_r, restored_etcd_keys(env.host, AT_REVISION), MAY_DIFFER)
+    assert not problems_r, problems_r[:20]
+    # it has no members of its own: deleting it unjoins nothing
+    env.host.kubectl("delete", "karmadadeployment", AT_REVISION, "-n", TARGET_NS, "--wait=false")
+    env.host.kubectl("delete", "etcdrestore", "to-revision", "-n", TARGET_NS, "--wait=false")
 
     # The data-center move: the old site goes. Retain: its finalizer leaves the members joined.
     # The agent it made for member3 stays on the host cluster (Retain deletes no workload; nothing
@@ -749,6 +791,8 @@ def test_restore_into_a_new_karmada_brings_back_every_key_and_the_members_work_t
     target.wait_for(lambda: members_ready(target.get(), 2), 600, "the new Karmada Ready with both members")
     for m in ("member1", "member3"):
         assert pod_uids(env.members[m]) == uids[m], m
+    wait_for(lambda: env.host.kubectl("get", "karmadadeployment", AT_REVISION, "-n", TARGET_NS,
+                                      check=False).returncode != 0, 300, f"{AT_REVISION} deleted")
 
 
 def test_a_flipped_byte_fails_the_restore_before_any_etcd_member_exists(env: Env):
