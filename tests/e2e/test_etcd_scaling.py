@@ -14,6 +14,8 @@ creates ConfigMaps through karmada-apiserver during each step. The tests assert:
   even when no acknowledged write is lost);
 * after each size, status.etcd.members lists exactly the members etcd itself reports (all
   voters), the StatefulSet has that many replicas, and the claims of removed members are gone;
+  status.etcdScaling names the count and the last change's steps (learners added then promoted,
+  removals from the highest ordinal);
 * karmada-apiserver's pods were never replaced or restarted by scaling;
 * the template change replaces one member at a time (never two not Ready in a per-second sample),
   followers first, the leader last, with karmada-apiserver's /readyz answering every second;
@@ -22,7 +24,10 @@ creates ConfigMaps through karmada-apiserver during each step. The tests assert:
   and the EtcdReady message saying so;
 * scaling in while one member is down is refused: EtcdReady False with reason EtcdScaleRefused and
   a message naming the member, and nothing changes (replicas, etcd's members, claims); once the
-  member is back, the same spec goes through to 1 member without another edit.
+  member is back, the same spec goes through to 1 member without another edit;
+* etcd's defragmentation: a fragmented etcd defragmented automatically, one member per pass,
+  followers first, the leader last; on a schedule, every member at the tick; a full etcd
+  (NOSPACE) recovered without a human; a node drain evicting one etcd member at a time.
 """
 
 from __future__ import annotations
