@@ -114,15 +114,44 @@ class Karmada:
         return obj
 
 
-def context(config_text, karmada, status=None):
+SETTLED = {"metadata": {"generation": 3}, "spec": {"replicas": 2},
+           "status": {"observedGeneration": 3, "updatedReplicas": 2, "replicas": 2}}
+
+
+def apiserver_pods(*leaving):
+    return [{"metadata": {"name": f"k-apiserver-{i}"}} for i in range(2)] + [
+        {"metadata": {"name": name, "deletionTimestamp": "2026-12-05T12:00:00Z"}} for name in leaving]
+
+
+def context(config_text, karmada, status=None, pods=None):
     events = []
     secret = {"data": {encryption.FILE: base64.b64encode(config_text.encode()).decode()}}
-    live = SimpleNamespace(get=lambda *a: secret)
-    ctx = SimpleNamespace(plan={"names": {"pkiSecret": "k-pki"}, "namespace": "ns",
-                                "pki": {"api_server": {"encryption": {**ON, "rotation": ""}}}},
+    live = SimpleNamespace(get=lambda api_version, kind, *a: secret if kind == "Secret" else SETTLED,
+                           list=lambda *a, **k: pods if pods is not None else apiserver_pods())
+    ctx = SimpleNamespace(plan={"name": "k", "names": {"pkiSecret": "k-pki", "apiserver": "k-apiserver"},
+                                "namespace": "ns", "pki": {"api_server": {"encryption": {**ON, "rotation": ""}}}},
                           owner={"status": status or {}}, live=live, karmada=karmada, event=events.append,
-                          now=lambda: datetime(2026, 12, 5, 12, 0, tzinfo=UTC))
+                          now=lambda: datetime(2026, 12, 5, 12, 0, tzinfo=UTC), timeout=0, poll=0)
     return ctx, events
+
+
+def test_nothing_is_rewritten_while_an_old_karmada_apiserver_pod_still_serves():
+    """An old pod answers until it is gone, with the key it started with: a rewrite through it
+    would store objects under the key a later phase drops. The rewrite waits; past the step's
+    timeout the pass reports it and the next one tries again."""
+    text, _ = encryption.ensure(None, {"enabled": True, "resources": ["secrets"]})
+    karmada = Karmada({"Secret": [{"metadata": {"name": "s"}}]})
+    ctx, events = context(text, karmada, pods=apiserver_pods("k-apiserver-old"))
+    record = er.EncryptionRewrite().run(ctx)["fields"]["encryption"]
+    assert karmada.replaced == [] and record["phase"] == "Failed"
+    assert "old karmada-apiserver pods still terminating: k-apiserver-old" in record["message"]
+    assert events[-1]["reason"] == "EncryptionRewriteFailed"
+    ctx, _ = context(text, karmada, status={"encryption": record})
+    assert er.EncryptionRewrite().run(ctx)["fields"]["encryption"]["phase"] == "Current"
+    assert karmada.replaced == [("Secret", "s")]
+    rolling = {**SETTLED, "status": {"observedGeneration": 3, "updatedReplicas": 1, "replicas": 3}}
+    assert er.apiservers_moving(SimpleNamespace(get=lambda *a: rolling, list=lambda *a, **k: []),
+                                ctx.plan) == "Deployment k-apiserver: 1 of 2 replicas updated, 3 in all"
 
 
 def test_a_new_configuration_rewrites_every_object_once_and_the_next_pass_reads_one_secret():

@@ -16,7 +16,8 @@ reads one Secret and stops. Kubernetes' own procedure, by hand, is the same:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -102,6 +103,37 @@ def rewrite(kube: Kube, resources: Sequence[str]) -> int:
     return count
 
 
+def apiservers_moving(live: Kube, plan: Mapping[str, Any]) -> str:
+    """What keeps karmada-apiserver from serving the current configuration alone ("" when
+    nothing does): its Deployment's rollout not finished, or an old pod still terminating. An old
+    pod serves until it is gone (a preStop delay keeps it answering), with the key it started
+    with: an object rewritten through it would keep the old key, which a later phase drops."""
+    namespace, name = plan["namespace"], plan["names"]["apiserver"]
+    dep = live.get("apps/v1", "Deployment", name, namespace) or {}
+    want = int((dep.get("spec") or {}).get("replicas") or 0)
+    status = dep.get("status") or {}
+    if int(status.get("observedGeneration") or 0) < int((dep.get("metadata") or {}).get("generation") or 0):
+        return f"Deployment {name}: its rollout is not observed yet"
+    if (int(status.get("updatedReplicas") or 0), int(status.get("replicas") or 0)) != (want, want):
+        return (f"Deployment {name}: {status.get('updatedReplicas') or 0} of {want} replicas updated, "
+                f"{status.get('replicas') or 0} in all")
+    selector = f"app.kubernetes.io/name=karmada-apiserver,app.kubernetes.io/instance={plan['name']}"
+    leaving = sorted(p["metadata"]["name"] for p in live.list("v1", "Pod", namespace, label_selector=selector)
+                     if p["metadata"].get("deletionTimestamp"))
+    return f"old karmada-apiserver pods still terminating: {', '.join(leaving)}" if leaving else ""
+
+
+def wait_settled(live: Kube, plan: Mapping[str, Any], timeout: float, poll: float,
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> str:
+    """:func:`apiservers_moving` until it is "" or ``timeout`` passed (then what still moves)."""
+    deadline = clock() + timeout
+    while True:
+        moving = apiservers_moving(live, plan)
+        if not moving or clock() >= deadline:
+            return moving
+        sleep(max(poll, 0.5))
+
+
 class EncryptionRewrite:
     """The operation: its step after the control plane, in every full pass of a KarmadaDeployment."""
 
@@ -167,6 +199,14 @@ class EncryptionRewrite:
             return report(after)
         if ctx.karmada is None:
             raise ValueError("the encryption rewrite needs the operator's connection to karmada-apiserver")
+        # every write must reach a karmada-apiserver that runs this configuration: none still on
+        # its way out with the one before
+        moving = wait_settled(ctx.live, ctx.plan, float(ctx.timeout), float(ctx.poll))
+        if moving:
+            failed = {**record, **base, "phase": "Failed",
+                      "message": f"not rewriting {', '.join(config['resources'])} yet: {moving}"}
+            ctx.event({"type": "Warning", "reason": "EncryptionRewriteFailed", "message": failed["message"]})
+            return report(failed)
         # what was encrypted before stays listed (resources can only grow: the schema), so the
         # configuration's resources are all there is to rewrite
         try:
