@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from karmada_operator.pki import volume_refresh
 from karmada_operator.plan import plan as kp
 from support import kube_apiserver
 from support.ansible_adhoc import run_module
@@ -150,3 +151,40 @@ def test_the_operators_kubeconfig_goes_from_its_secret_to_a_private_file(server,
     missing = run_module("karmada_private_file", {"path": str(path), "kubeconfig": str(server.kubeconfig),
                                                   "kubeconfig_from": {**source, "key": "nope.conf"}}, tmp_path)
     assert missing["failed"] is True and "has no key nope.conf" in missing["msg"]
+
+
+def test_running_apiserver_and_etcd_pods_are_annotated_when_their_secret_changes(server, tmp_path):
+    """A Secret write makes the kubelet sync the pods that read it from disk at once: the step
+    annotates the running karmada-apiserver and etcd pods (pki/volume_refresh.py), once."""
+    cr = sample()
+    step(server, tmp_path, cr)
+    plan = kp.build_plan(cr)
+    # no controller-manager here makes the namespace's default ServiceAccount a pod needs
+    server.kubectl("create", "serviceaccount", "default", "-n", NS)
+    for name, selector in (("api-a", plan["apiserver"]["pod"]["selector"]),
+                           ("etcd-a", plan["etcd"]["pod"]["selector"])):
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "labels": selector},
+               "spec": {"containers": [{"name": "c", "image": "x"}]}}
+        (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod))
+        server.kubectl("apply", "-f", str(tmp_path / "pod.yaml"))
+
+    def annotations(name):
+        return (yaml.safe_load(server.kubectl("get", "pod", "-n", NS, name, "-o", "yaml").stdout)["metadata"]
+                .get("annotations") or {})
+
+    # nothing written: no pod touched
+    assert step(server, tmp_path, cr)["refreshed"] == []
+    assert "operator.karmada.io/pki-mounted" not in annotations("api-a")
+    # a new address for karmada-apiserver's certificate: its Secret is written, its pod annotated
+    cr["spec"].setdefault("apiServer", {})["externalLoadBalancer"] = {"addresses": ["192.0.2.9"], "port": 443}
+    moved = step(server, tmp_path, cr)
+    assert "karmada-pki" in moved["written"] and moved["refreshed"] == ["api-a"], moved["refreshed"]
+    pki = {k: base64.b64decode(v).decode() for k, v in secret(server, "karmada-pki")["data"].items()}
+    assert annotations("api-a")["operator.karmada.io/pki-mounted"] == volume_refresh.mounted_hash(
+        pki, plan["apiserver"]["pkiFiles"])
+    assert "operator.karmada.io/pki-mounted" not in annotations("etcd-a")  # its Secret did not change
+    # every etcd leaf renewed: the etcd pod too
+    renewed = step(server, tmp_path, cr, **{"plan": {**kp.build_plan(cr), "pki": {
+        **kp.build_plan(cr)["pki"], "force_renew": ["etcd/server", "etcd/peer"]}}})
+    assert "karmada-etcd-pki" in renewed["written"] and "etcd-a" in renewed["refreshed"], renewed["refreshed"]
+    assert step(server, tmp_path, cr)["refreshed"] == []

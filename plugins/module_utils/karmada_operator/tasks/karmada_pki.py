@@ -17,6 +17,7 @@ from typing import Any
 
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
 from karmada_operator.pki import ca_rotation as karmada_ca_rotation
+from karmada_operator.pki import volume_refresh
 from karmada_operator.pki.cert_rollout import apiserver_pki_hash
 from karmada_operator.pki.pki import PkiInputError, files_from_secret_groups, reconcile_pki, secret_groups
 from karmada_operator.plan.pass_plan import pki_hashes
@@ -153,6 +154,7 @@ def certificates_step(params: dict[str, Any], warn: Callable[[str], None]) -> di
             if _store(kube, admin, names[ADMIN_SECRET], ns, plan["labels"],
                       {ADMIN_KEY: made["files"]["admin.conf"]}, {}):
                 written.append(names[ADMIN_SECRET])
+            refreshed, behind = _refresh_volumes(live, plan, written, made["secret_groups"])
             hashes = pki_hashes(plan, made["secret_groups"], rotation, params["recorded_rotation"] or {})
             # karmada-apiserver restarts for its certificates now, or after the components when
             # only they changed (pki/cert_rollout.py): from the Deployment running now
@@ -165,8 +167,12 @@ def certificates_step(params: dict[str, Any], warn: Callable[[str], None]) -> di
         "certificates": made["certificates"],
         "changes": made["changes"],
         "removed": made["removed"],
-        "pki_warnings": made["pki_warnings"],
+        "pki_warnings": made["pki_warnings"] + [
+            f"karmada-apiserver pod {b} {volume_refresh.SERVED_WAIT:.0f}s after its Secret was written "
+            "(the kubelet's own sync brings it within about 90s)" for b in behind],
         "written": written,
+        # running pods annotated so the kubelet syncs their certificate volumes now (pki/volume_refresh.py)
+        "refreshed": refreshed,
         # the CA certificates (public; the steps needing a key read it from its Secret)
         "caBundle": {name: made["files"][name] for name in CA_BUNDLE},
         # pod-template hashes (plan/pass_plan.py: pki_hashes) and apiserverRestart: {now, later}
@@ -174,6 +180,28 @@ def certificates_step(params: dict[str, Any], warn: Callable[[str], None]) -> di
         # status.caRotation while this pass does its phase ({} without a rotation)
         "caRotation": karmada_ca_rotation.in_progress(rotation, made["rotation"]) if rotation else {},
     }
+
+
+def _refresh_volumes(live: Kube, plan: dict[str, Any], written: list[str],
+                     groups: dict[str, dict[str, str]]) -> tuple[list[str], list[str]]:
+    """Running karmada-apiserver and etcd pods whose Secret was written now read it now (they
+    reload their pairs from disk; pki/volume_refresh.py); then wait for karmada-apiserver to
+    serve the stored certificate. The pods annotated and the apiserver pods still behind."""
+    names, ns = plan["names"], plan["namespace"]
+    api = plan["apiserver"]
+    refreshed: list[str] = []
+    behind: list[str] = []
+    if names["pkiSecret"] in written:
+        value = volume_refresh.mounted_hash(groups["pki"], api["pkiFiles"])
+        refreshed += volume_refresh.annotate(live, ns, api["pod"]["selector"], value)
+        if refreshed:
+            behind = volume_refresh.wait_served(live, ns, api["pod"]["selector"], api["port"],
+                                                groups["pki"]["apiserver.crt"])
+    etcd = plan["etcd"]
+    if names["etcdPkiSecret"] in written and etcd.get("mode") != "external":
+        value = volume_refresh.mounted_hash(groups["etcd"])
+        refreshed += volume_refresh.annotate(live, ns, etcd["pod"]["selector"], value)
+    return refreshed, behind
 
 
 def _store(kube: Kube, current: dict[str, Any] | None, name: str, namespace: str, labels: dict[str, str],
