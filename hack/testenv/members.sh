@@ -119,7 +119,8 @@ for ((i = 1; i <= N; i++)); do
     --service-account-issuer "https://kubernetes.default.svc.$KO_CLUSTER_DOMAIN" \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --service-cluster-ip-range "10.$((200 + i)).0.0/16" \
-    --authorization-mode Node,RBAC --allow-privileged=true --profiling=false --v=1
+    --authorization-mode Node,RBAC --allow-privileged=true --profiling=false --v=1 \
+    --shutdown-watch-termination-grace-period 5s
 done
 
 light=${KO_MEMBERS_LIGHT:-0}

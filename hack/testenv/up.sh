@@ -126,7 +126,8 @@ start_bg kube-apiserver kube-apiserver \
   --service-account-key-file "$KO_PKI/sa.pub" --service-account-signing-key-file "$KO_PKI/sa.key" \
   --service-cluster-ip-range "$KO_SERVICE_CIDR" \
   --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
-  --allow-privileged=true --profiling=false --v=1
+  --allow-privileged=true --profiling=false --v=1 \
+  --shutdown-watch-termination-grace-period 5s
 wait_for kube-apiserver 90 kubectl --kubeconfig "$KO_KUBECONFIG" get --raw /readyz
 stamp "kube-apiserver ready on :$KO_APISERVER_PORT"
 
