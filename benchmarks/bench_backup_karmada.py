@@ -221,6 +221,7 @@ def run(bed: Bed, crds, megabytes: int) -> None:
     say(f"restore 1 member  ours: apply -> etcd seeded {seeded:.0f} s (EtcdRestore status.seededAt), -> "
         f"Karmada Ready {t_ready:.1f} s, -> EtcdRestore Succeeded {t_verified:.1f} s (Verified "
         f"{verified.get('status')}: {verified.get('message', '')[:120]})")
+    say(f"restore 1 member  ours, where the seeding went: {timeline(bed, r, seeded, 'seeded seen')}")
     say(f"restore 1 member  boto3 download_file + etcdutl snapshot restore:      {t_raw:6.1f} s")
     say(f"restore 1 member  ratio ours/raw: apply -> Ready {t_ready / t_raw:.2f}x time; seeding alone "
         f"{seeded / t_raw:.2f}x. Apply -> Ready is an install (empty: {install:.1f} s above) waiting for the "
@@ -246,9 +247,10 @@ def backup_once(bed, name: str, storage: dict, extra: dict | None = None) -> tup
     return seconds, snap, f"{program}; {timeline(bed, done, seconds)}"
 
 
-def timeline(bed, backup: dict, seconds: float) -> str:
-    """Where apply -> Succeeded went, from the API's own stamps (whole seconds): the pass before the
-    Job, the Job's pod until its container ran, the container, and the recording after it."""
+def timeline(bed, backup: dict, seconds: float, end: str = "Succeeded seen") -> str:
+    """Where apply -> Succeeded (a restore: -> seeded) went, from the API's own stamps (whole
+    seconds): the pass before the Job, the Job's pod until its container ran, the container, and
+    the recording after it. ``backup``: the EtcdBackup or EtcdRestore that owns the Job."""
     uid = backup["metadata"]["uid"]
     jobs = [j for j in json.loads(bed.host.kubectl("get", "jobs", "-n", NS, "-o", "json").stdout)["items"]
             if any(o.get("uid") == uid for o in j["metadata"].get("ownerReferences", []))]
@@ -266,7 +268,7 @@ def timeline(bed, backup: dict, seconds: float) -> str:
     if None in (created, started, finished):
         return f"Job created at +{created} s (no finished container for the rest of the split)"
     return (f"split: to the Job {created:.0f} s, Job to container start {started - created:.0f} s, container "
-            f"{finished - started:.0f} s, container end to Succeeded seen {seconds - finished:.0f} s")
+            f"{finished - started:.0f} s, container end to {end} {seconds - finished:.0f} s")
 
 
 def cleanup(host) -> None:
