@@ -45,7 +45,7 @@ class OperatorProcess:
     so only one operator runs at a time on a machine."""
 
     def __init__(self, binary: str, kubeconfig: Path, workdir: Path, extra_env: dict | None = None,
-                 port_wait: float = 900):
+                 port_wait: float = 900, extra_args: list[str] | None = None):
         wait_for_proxy_port(port_wait)
         self.log_path = workdir / "ansible-operator.log"
         self.started = time.time()  # the runtime's records of its runs are newer than this
@@ -64,7 +64,8 @@ class OperatorProcess:
         self.proc = subprocess.Popen(
             [binary, "run", "--watches-file", str(ROOT / "watches.yaml"),
              "--ansible-roles-path", str(ROOT / "roles"), "--leader-elect=false",
-             f"--health-probe-bind-address=127.0.0.1:{self.health_port}", "--metrics-bind-address=0"],
+             f"--health-probe-bind-address=127.0.0.1:{self.health_port}", "--metrics-bind-address=0",
+             *(extra_args or [])],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
 
     def wait_healthy(self, timeout: float = 60) -> None:

@@ -234,6 +234,7 @@ def test_the_phase_comes_from_status_and_a_new_request_waits_for_the_one_under_w
 def test_the_operation_moves_a_rotation_on_after_each_phase_and_rewrites_in_the_writing_one():
     one, _ = encryption.ensure(None, ON, random=lambda n: b"1" * n)
     op = er.EncryptionRewrite()
+    op.etcd_left = lambda ctx, resources, key: []  # etcd holds nothing under the old key
     base = op.run(context(one, Karmada({"Secret": []}))[0])["fields"]["encryption"]
     spec = {"apiServer": {"encryption": {"rotation": {"requestedAt": "2026-12-05T10:00:00Z"}}}}
 
@@ -271,3 +272,68 @@ def test_the_operation_moves_a_rotation_on_after_each_phase_and_rewrites_in_the_
     assert out["conditions"][0]["reason"] == "Encrypted"
     assert op.under_way({"spec": spec, "status": {"encryption": record}}) == ""
 
+
+
+def test_the_old_key_stays_while_etcd_holds_an_object_under_it():
+    """Before Dropping may come, etcd itself is read: an object still under the old key (written
+    through a replica that had it first) is rewritten once more; still there, the rotation stays
+    in Writing, the pass says which keys and the next pass rewrites and checks again."""
+    one, _ = encryption.ensure(None, ON, random=lambda n: b"1" * n)
+    added, _ = encryption.ensure(one, {**ON, "rotation": "Adding"})
+    writing, _ = encryption.ensure(added, {**ON, "rotation": "Writing"})
+    spec = {"apiServer": {"encryption": {"rotation": {"requestedAt": "2026-12-05T10:00:00Z"}}}}
+    record = {"enabled": True, "writeKey": "key-1", "keys": ["key-1", "key-2"], "resources": ["secrets"],
+              "rewritten": {"enabled": True, "writeKey": "key-1", "resources": ["secrets"], "objects": 1},
+              "rotation": {"phase": "Writing", "oldKey": "key-1", "newKey": "key-2",
+                           "requestedAt": "2026-12-05T10:00:00Z"}}
+
+    def pass_(left_per_read):
+        reads = iter(left_per_read)
+        op = er.EncryptionRewrite()
+        asked = []
+        op.etcd_left = lambda ctx, resources, key: asked.append((tuple(resources), key)) or next(reads)
+        ctx, events = context(writing, Karmada({"Secret": [{"metadata": {"name": "s"}}]}), {"encryption": record})
+        ctx.owner["spec"] = spec
+        ctx.plan["pki"] = {"api_server": {"encryption": {**ON, "rotation": "Writing"}}}
+        return op.run(ctx), ctx, events, asked
+
+    # left after the rewrite, gone after the second one: the rotation moves on
+    out, ctx, events, asked = pass_([["/registry/secrets/default/s"], []])
+    assert asked == [(("secrets",), "key-1")] * 2
+    assert ctx.karmada.replaced == [("Secret", "s")] * 2
+    assert out["fields"]["encryption"]["rotation"]["phase"] == "Dropping"
+
+    # still there: no Dropping, the keys named, the next pass rewrites again
+    out, ctx, events, asked = pass_([["/registry/secrets/default/s"], ["/registry/secrets/default/s"]])
+    got = out["fields"]["encryption"]
+    assert got["rotation"]["phase"] == "Writing" and got["phase"] == "Failed" and "rewritten" not in got
+    assert "/registry/secrets/default/s" in got["message"] and "key-1 stays" in got["message"]
+    assert out["conditions"][0]["reason"] == "RewriteFailed"
+    assert events[-1]["reason"] == "EncryptionRewriteFailed"
+    assert not er.done(got, encryption.read(base64.b64encode(writing.encode()).decode()))
+
+
+class Etcd:
+    """etcd's keys and values as the check reads them (iter_prefix)."""
+
+    def __init__(self, data):
+        self.data, self.prefixes = data, []
+
+    def iter_prefix(self, prefix, page=5000):
+        self.prefixes.append(prefix)
+        return [SimpleNamespace(key=k.encode(), value=v) for k, v in sorted(self.data.items()) if k.startswith(prefix)]
+
+
+def test_the_check_reads_each_resources_prefixes_and_finds_values_under_the_key():
+    etcd = Etcd({"/registry/secrets/a/s1": b"k8s:enc:secretbox:v1:key-1:xx",
+                 "/registry/secrets/a/s2": b"k8s:enc:secretbox:v1:key-2:xx",
+                 "/registry/configmaps/a/c": b"k8s:enc:secretbox:v1:key-1:yy",
+                 "/registry/policy.karmada.io/propagationpolicies/a/p": b"k8s:enc:secretbox:v1:key-1:zz",
+                 "/registry/pods/a/p": b"k8s:enc:secretbox:v1:key-1:not-listed"})
+    left = er.stored_under(etcd, ["secrets", "propagationpolicies.policy.karmada.io"], "key-1")
+    assert left == ["/registry/secrets/a/s1", "/registry/policy.karmada.io/propagationpolicies/a/p"]
+    assert etcd.prefixes == ["/registry/secrets/", "/registry/propagationpolicies/",
+                             "/registry/policy.karmada.io/propagationpolicies/"]
+    assert er.stored_under(etcd, ["secrets"], "key-2") == ["/registry/secrets/a/s2"]
+    assert er.etcd_root({"apiserver": {"args": ["--etcd-prefix=/karmada/", "--x=y"]}}) == "/karmada"
+    assert er.etcd_root({"apiserver": {"args": []}}) == "/registry"

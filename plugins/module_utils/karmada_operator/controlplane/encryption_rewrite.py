@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from karmada_operator.etcd.client_secret import pod_addresses, step_client_tls
+from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
 from karmada_operator.kube.client import Kube, KubeError
 from karmada_operator.pki import encryption
 
@@ -103,6 +105,49 @@ def rewrite(kube: Kube, resources: Sequence[str]) -> int:
     return count
 
 
+def etcd_prefixes(resources: Sequence[str], root: str = "/registry") -> list[str]:
+    """Where kube-apiserver keeps the objects of ``resources`` in etcd: ``<root>/<resource>/`` for
+    the core group and most built-in ones, ``<root>/<group>/<resource>/`` for custom resources;
+    both are read for a resource with a group (a prefix with nothing under it costs one range)."""
+    out: list[str] = []
+    for resource in resources:
+        name, _, group = resource.partition(".")
+        out.append(f"{root}/{name}/")
+        if group:
+            out.append(f"{root}/{group}/{name}/")
+    return out
+
+
+def stored_under(client: EtcdClient, resources: Sequence[str], key_name: str, root: str = "/registry") -> list[str]:
+    """The etcd keys of ``resources`` whose value etcd holds encrypted with ``key_name``: what a
+    configuration without that key could no longer read. Read from etcd itself, not through
+    karmada-apiserver (which decrypts)."""
+    marker = encryption.PREFIX.format(name=key_name).encode()
+    return [kv.key.decode(errors="replace") for prefix in etcd_prefixes(resources, root)
+            for kv in client.iter_prefix(prefix, page=500) if kv.value.startswith(marker)]
+
+
+def etcd_root(plan: Mapping[str, Any]) -> str:
+    """karmada-apiserver's --etcd-prefix (the plan's arguments; /registry by default)."""
+    for arg in plan["apiserver"]["args"]:
+        if arg.startswith("--etcd-prefix="):
+            return arg.split("=", 1)[1].rstrip("/") or "/registry"
+    return "/registry"
+
+
+def left_under_old_key(ctx: Any, resources: Sequence[str], key_name: str) -> list[str]:
+    """:func:`stored_under` for this Karmada's etcd (local or external), with the operator's
+    etcd client pair."""
+    etcd = ctx.plan["etcd"]
+    tls = step_client_tls(ctx.live, etcd)
+    local = etcd["mode"] == "local"
+    with tls_files(tls, prefix="etcd-encryption-") as files:
+        client = EtcdClient(etcd["memberEndpoints"] if local else etcd["endpoints"], cert=files["cert"],
+                            key=files["key"], ca=files["ca"], timeout=10.0,
+                            resolve=pod_addresses(ctx.live, etcd) if local else None)
+        return stored_under(client, resources, key_name, etcd_root(ctx.plan))
+
+
 def apiservers_moving(live: Kube, plan: Mapping[str, Any]) -> str:
     """What keeps karmada-apiserver from serving the current configuration alone ("" when
     nothing does): its Deployment's rollout not finished, or an old pod still terminating. An old
@@ -139,6 +184,8 @@ class EncryptionRewrite:
 
     name = NAME
     after = "control-plane"
+    # what etcd holds under a key, read from etcd itself (a seam for the unit tests)
+    etcd_left = staticmethod(left_under_old_key)
 
     def admit(self, cr: Mapping[str, Any], plan: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         return dict((cr.get("status") or {}).get(NAME) or {})
@@ -164,11 +211,41 @@ class EncryptionRewrite:
         if out["fields"][NAME].get("phase") == "Failed":
             return out
         phase = plan["pki"]["api_server"]["encryption"].get("rotation") or ""
+        if phase == "Writing":
+            held = self._old_key_left(ctx, record, config, out)
+            if held is not None:
+                return held
         if phase:
             out["fields"][NAME]["rotation"] = self._rotated(ctx, record, config, phase)
             out["conditions"] = [condition(out["fields"][NAME])]
             out["changed"] = True
         return out
+
+    def _old_key_left(self, ctx: Any, record: Mapping[str, Any], config: Mapping[str, Any],
+                      out: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Before the old key may go (the next phase drops it): etcd itself holds nothing under it.
+        What is left is rewritten once more and read again; still there, the rotation stays in
+        Writing (the record without ``rewritten``, so the next pass rewrites and checks again) and
+        the pass says which keys: dropping the key would make them unreadable. None: all moved."""
+        old = str((record.get("rotation") or {}).get("oldKey") or "")
+        if not old:
+            return None
+        try:
+            left = self.etcd_left(ctx, config["resources"], old)
+            if left and ctx.karmada is not None:
+                rewrite(ctx.karmada, config["resources"])
+                left = self.etcd_left(ctx, config["resources"], old)
+        except (EtcdError, KubeError) as exc:
+            left_msg = f"etcd could not be read to check that nothing is stored under {old} any more: {exc}"
+        else:
+            if not left:
+                return None
+            left_msg = (f"{len(left)} object(s) still stored under {old} in etcd after the rewrite (e.g. "
+                        f"{', '.join(left[:3])}): {old} stays until they are rewritten")
+        fields = {k: v for k, v in out["fields"][NAME].items() if k != "rewritten"}
+        failed = {**fields, "phase": "Failed", "message": left_msg}
+        ctx.event({"type": "Warning", "reason": "EncryptionRewriteFailed", "message": left_msg})
+        return report(failed, changed=True)
 
     def _rotated(self, ctx: Any, record: Mapping[str, Any], config: Mapping[str, Any], phase: str) -> dict[str, Any]:
         """status.encryption.rotation after this pass did ``phase`` (the next phase to do)."""
