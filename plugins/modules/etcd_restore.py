@@ -36,6 +36,14 @@ options:
   kubeconfig:
     description: Path of a kubeconfig (default as k8s_status).
     type: path
+  follow_seconds:
+    description:
+      - After starting the restore Jobs (or finding them running), wait up to this long in the
+        same pass for all of them to end and record the seeding then, from their pods' results,
+        instead of in a pass after the Job controller marks them complete. 0 does not wait. The
+        wait holds one of the EtcdRestore controller's workers.
+    type: int
+    default: 60
 author: Karmada-Operator developers
 """
 

@@ -162,3 +162,40 @@ def test_only_a_complete_and_equal_reading_is_verified():
     assert (cond["status"], cond["reason"]) == ("False", "Unreadable")
     assert cond["message"] == ("could not read works through the restored karmada-apiserver: listing Work "
                                "(work.karmada.io/v1alpha1) failed: 0 Unreachable: down")
+
+
+class Cluster:
+    """Jobs and their pods, listed by label as the reconciler reads them."""
+
+    def __init__(self):
+        self.jobs, self.pods = {}, {}
+
+    def add(self, name: str, state: dict | None = None, condition: str = ""):
+        self.jobs[name] = {"metadata": {"name": name, "labels": {"operator.karmada.io/etcd-restore": "r"}},
+                           "status": {"conditions": [{"type": condition, "status": "True"}] if condition else []}}
+        self.pods[name] = {"metadata": {"name": f"{name}-pod", "labels": {"job-name": name}},
+                           "status": {"containerStatuses": [{"name": "restore", "state": state or {"running": {}}}]}}
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, label_selector: str = "") -> list:
+        key, _, value = label_selector.partition("=")
+        items = self.jobs.values() if kind == "Job" else self.pods.values()
+        return [o for o in items if o["metadata"]["labels"].get(key) == value]
+
+
+def test_a_jobs_end_is_read_from_its_pod_and_the_pass_waits_for_all_of_them():
+    """The seeding is recorded from the pods' ends, before the Job controller's conditions, and
+    the pass (runtime/cr_pass.py ``follow``) waits in place until every Job has ended."""
+    cluster = Cluster()
+    restore = {"metadata": {"name": "r", "namespace": NS, "generation": 1}, "spec": {}, "status": {}}
+    rec = ctl.RestoreReconciler(cluster, restore, "img", now=NOW)
+    cluster.add("r-0", {"terminated": {"exitCode": 0}})
+    cluster.add("r-1")
+    cluster.add("r-2", condition="Complete")
+    assert [rec._ended(cluster.jobs[n]) for n in ("r-0", "r-1", "r-2")] == ["Complete", "", "Complete"]
+    assert rec.following(ctl.Outcome({"conditions": []}, action="started")) == "jobs"
+    assert rec.follow("jobs", 0.3, poll=0.1) is False  # r-1 still runs
+    cluster.add("r-1", {"terminated": {"exitCode": 1}})
+    assert rec._ended(cluster.jobs["r-1"]) == "Failed"
+    assert rec.follow("jobs", 5, poll=0.1) is True
+    seeded = ctl.Outcome({"conditions": [{"type": "Seeded", "status": "True"}]}, action="seeded")
+    assert rec.following(seeded) == ""

@@ -37,6 +37,7 @@ API_VERSION = "operator.karmada.io/v1alpha1"
 KIND = "EtcdRestore"
 PLAN_FORMAT = 1
 LABEL_RESTORE = "operator.karmada.io/etcd-restore"
+CONTAINER = "restore"  # the Jobs' one container (its log and termination message hold the result)
 ANN_SEEDED = "operator.karmada.io/etcd-restored-from"  # on the target KarmadaDeployment
 # On the target too, when a restore it waits for fails: the annotation change starts its reconcile
 # (watchAnnotationsChanges), so its Ready message names the failure instead of "Running".
@@ -302,7 +303,7 @@ def job_manifest(plan: Mapping[str, Any], member: Mapping[str, Any], image: str,
         meta["ownerReferences"] = [owner_reference({"apiVersion": API_VERSION, "kind": KIND, **owner},
                                                    block_owner_deletion=False)]
     container = {
-        "name": "restore", "image": image, "imagePullPolicy": pull_policy,
+        "name": CONTAINER, "image": image, "imagePullPolicy": pull_policy,
         "command": (program or RESTORE_PROGRAM)["command"],
         "env": [*(program or RESTORE_PROGRAM)["env"],
                 {"name": "ETCD_RESTORE_PLAN", "value": json.dumps(

@@ -19,6 +19,7 @@ A pass does one step and says so in status (docs/backup-restore.md, "How a resto
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -80,6 +81,39 @@ class RestoreReconciler:
     def _jobs(self) -> list[dict[str, Any]]:
         return self.kube.list("batch/v1", "Job", self.ns, label_selector=f"{er.LABEL_RESTORE}={self.name}")
 
+    def _ended(self, job: Mapping[str, Any]) -> str:
+        """``Complete``, ``Failed`` or '' (running): the Job's condition, or else its container's
+        end as the kubelet reported it (the Jobs have backoffLimit 0: the pod's end is the Job's).
+        The pod's end is known a second or more before the Job controller writes the condition."""
+        done = job_finished(job)
+        if done:
+            return done
+        pods = self.kube.list("v1", "Pod", self.ns, label_selector=f"job-name={job['metadata']['name']}")
+        for pod in pods:
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+                term = (cs.get("state") or {}).get("terminated")
+                if cs.get("name") == er.CONTAINER and term:
+                    return "Complete" if term.get("exitCode") == 0 else "Failed"
+        return ""
+
+    def following(self, outcome: Outcome) -> str:
+        """What the pass may wait for (runtime/cr_pass.py): this restore's Jobs, while it seeds."""
+        seeded = k8s_conditions.get(outcome.status.get("conditions"), SEEDED) or {}
+        return "jobs" if seeded.get("status") != "True" else ""
+
+    def follow(self, _what: str, seconds: float, poll: float = 0.5) -> bool:
+        """Wait in this pass, up to ``seconds``, for every Job of this restore to end (the members'
+        or the point's). True: they have (reconcile again to record it now, from the pods'
+        results); False: still running, and a Job's end triggers a pass as it would without."""
+        deadline = time.monotonic() + seconds
+        while True:
+            jobs = self._jobs()
+            if not jobs or all(self._ended(job) for job in jobs):
+                return True
+            if time.monotonic() + poll > deadline:
+                return False
+            time.sleep(poll)
+
     def _job_result(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
         pods = self.kube.list("v1", "Pod", self.ns, label_selector=f"job-name={job['metadata']['name']}")
         for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "", reverse=True):
@@ -88,7 +122,7 @@ class RestoreReconciler:
                 if result_line(msg):
                     return result_line(msg)
             try:
-                doc = result_line(self.kube.pod_log(pod["metadata"]["name"], self.ns, "restore", tail_lines=20))
+                doc = result_line(self.kube.pod_log(pod["metadata"]["name"], self.ns, er.CONTAINER, tail_lines=20))
             except KubeError:
                 doc = None
             if doc:
@@ -140,7 +174,7 @@ class RestoreReconciler:
         results, running = [], []
         for member in plan["members"]:
             job = jobs.get(member["job"])
-            done = job_finished(job) if job else "Missing"
+            done = self._ended(job) if job else "Missing"
             if not done:
                 running.append(member["name"])
                 continue
@@ -182,7 +216,7 @@ class RestoreReconciler:
                                                  "message": msg},
                                      {"type": READY, "status": "False", "reason": "PreparingPoint", "message": msg}),
                            [self._event("RestoreStarted", msg)], "started", True)
-        done = job_finished(job)
+        done = self._ended(job)
         if not done:
             msg = f"replaying the continuous backup up to {asked}"
             return Outcome(self._out("Running", {"type": SEEDED, "status": "False", "reason": "PreparingPoint",
@@ -447,7 +481,7 @@ def count_objects(karmada: Kube) -> tuple[dict[str, int], dict[str, str]]:
 # plugins/modules/etcd_restore.py documents the options; plugins/action/etcd_restore.py runs it in the
 # controller process (karmada_operator/runtime/adapter.py).
 
-ARGUMENT_SPEC: dict[str, Any] = dict(COMMON_ARGS)
+ARGUMENT_SPEC: dict[str, Any] = {**COMMON_ARGS, "follow_seconds": {"type": "int", "default": 60}}
 
 
 def run_pass(p: Mapping[str, Any], check_mode: bool = False, warn: Any = None) -> dict[str, Any]:

@@ -72,10 +72,18 @@ def run(p: Mapping[str, Any], kind: str, make: Callable[..., Any]) -> dict[str, 
             rec, outcome, wrote = _one_pass(live, proxy if via_proxy else None, obj, image, p, make)
             # A reconciler that can wait for its Job (``follow``) records a short one in this
             # pass, up to follow_seconds; the pass ends when the Job does or the time is up.
+            # What it waits for: ``following(outcome)`` when it says (a restore's Jobs), else the
+            # Job status.activeJob names (a backup's).
             deadline = time.monotonic() + float(p.get("follow_seconds") or 0)
-            while outcome.action in FOLLOW_ACTIONS and hasattr(rec, "follow") and outcome.status.get("activeJob"):
+
+            def followed(outcome: Outcome) -> str:
+                if hasattr(rec, "following"):
+                    return str(rec.following(outcome) or "")
+                return str(outcome.status.get("activeJob") or "")
+
+            while outcome.action in FOLLOW_ACTIONS and hasattr(rec, "follow") and followed(outcome):
                 left = deadline - time.monotonic()
-                if left <= 0 or not rec.follow(outcome.status["activeJob"], left):
+                if left <= 0 or not rec.follow(followed(outcome), left):
                     break
                 obj = live.get(API_VERSION, kind, p["name"], p["namespace"])
                 if obj is None:
