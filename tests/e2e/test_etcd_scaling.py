@@ -93,6 +93,13 @@ def apiserver_pods(host: HostCluster) -> dict[str, tuple[str, int]]:
             for p in items if p["metadata"]["name"].startswith(f"{NAME}-apiserver-")}
 
 
+def etcd_restarts(host: HostCluster) -> dict[str, int]:
+    """etcd's pods: name -> container restarts."""
+    items = host.get("pods", "-n", NS, "-l", f"app.kubernetes.io/name=etcd,app.kubernetes.io/instance={NAME}")["items"]
+    return {p["metadata"]["name"]: sum(c.get("restartCount", 0) for c in (p.get("status") or {}).get(
+        "containerStatuses") or []) for p in items}
+
+
 def claims(host: HostCluster) -> list[str]:
     items = host.get("pvc", "-n", NS, "-l", f"app.kubernetes.io/name=etcd,app.kubernetes.io/instance={NAME}")["items"]
     return sorted(p["metadata"]["name"] for p in items if not p["metadata"].get("deletionTimestamp"))
@@ -235,6 +242,9 @@ def test_1_3_5_3_under_a_writer_keeps_every_acknowledged_write_and_karmada_apise
             timings.append((n, round(seconds)))
             assert_members(fleet, n)
             check_scaling_record(fleet, before, n)
+            # every joiner started once: its peers took it for a peer by its certificate, not by a
+            # DNS name of its new pod that cluster DNS had not published yet (docs/etcd.md)
+            assert set(etcd_restarts(host).values()) == {0}, etcd_restarts(host)
             before = n
             print(f"scaled to {n} in {seconds:.0f}s; {len(writer.acked)} writes acknowledged so far")
         acked = len(writer.acked)

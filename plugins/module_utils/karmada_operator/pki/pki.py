@@ -42,6 +42,10 @@ BACKDATE = dt.timedelta(minutes=5)  # tolerate small clock skew between nodes
 from karmada_operator import components as karmada_components
 from karmada_operator.pki import encryption
 
+# The common name of the etcd members' peer certificate: etcd accepts as a peer only a client
+# certificate with it (--peer-cert-allowed-cn; plan/plan.py, the etcd StatefulSet).
+ETCD_PEER_CN = "etcd-peer"
+
 
 def known_components() -> tuple[str, ...]:
     """Every component gets a client certificate and a kubeconfig (the registry's install order)."""
@@ -646,7 +650,7 @@ def leaf_profiles(spec: PkiSpec) -> list[LeafProfile]:
     member_sans = _split_sans(etcd_sans(spec))
     profiles += [
         LeafProfile("etcd/server", "etcd/ca", "etcd-server", BOTH, (), *member_sans),
-        LeafProfile("etcd/peer", "etcd/ca", "etcd-peer", BOTH, (), *member_sans),
+        LeafProfile("etcd/peer", "etcd/ca", ETCD_PEER_CN, BOTH, (), *member_sans),
         LeafProfile("etcd/healthcheck-client", "etcd/ca", "etcd-healthcheck-client", CLIENT),
     ]
     return profiles

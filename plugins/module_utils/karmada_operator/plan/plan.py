@@ -20,6 +20,7 @@ from karmada_operator.etcd import defragmentation
 from karmada_operator.etcd import space as etcd_space
 from karmada_operator.kube import ownership, pod_security
 from karmada_operator.pki import encryption as karmada_encryption
+from karmada_operator.pki.pki import ETCD_PEER_CN
 from karmada_operator.plan import audit as karmada_audit
 
 # Defaults and paths have their home in the registry module.
@@ -356,6 +357,7 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
                                                                                         strict=True)),
         "endpoints": [f"https://{names['etcdClientService']}.{ns}.svc.{domain}:{ETCD_CLIENT_PORT}"],
         "memberEndpoints": [f"https://{d}:{ETCD_CLIENT_PORT}" for d in peer_dns],
+        "peerCommonName": ETCD_PEER_CN,
         # the client URLs of every member etcd can grow to (the rollout takes the first as many
         # as the StatefulSet has while a scale is under way)
         "allMemberEndpoints": [f"https://{sts}-{i}.{member_domain}:{ETCD_CLIENT_PORT}"
