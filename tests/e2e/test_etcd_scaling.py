@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -161,9 +162,9 @@ def fleet(host_cluster: HostCluster, bin_path, tmp_path_factory):
         # reconcile on a dependent's status, and etcd's pods and claims are not watched). The
         # default period is watches.yaml's 10m (docs/etcd.md says so); 15s keeps the tests short.
         cr["metadata"].setdefault("annotations", {})["ansible.sdk.operatorframework.io/reconcile-period"] = "15s"
-        cr["spec"]["etcd"]["local"] = {"replicas": 1, "storage": {"type": "PersistentVolumeClaim", "size": "1Gi",
+        cr["spec"]["etcd"]["local"] = {"replicas": 1, "storage": {"type": "PersistentVolumeClaim", "size": "2Gi",
                                                                   "storageClassName": "standard"},
-                                       # room for the defragmentation test's 250 MiB, small enough for
+                                       # room for the defragmentation test's 480 MiB, small enough for
                                        # the NOSPACE test to fill in seconds
                                        "quotaBackendBytes": QUOTA}
         fleet = Deployment(host_cluster, operator, work, NAME, NS)
@@ -431,11 +432,12 @@ def defrag_record(fleet: Deployment) -> dict:
     return (fleet.get().get("status") or {}).get("etcdDefragmentation") or {}
 
 
-FILL_KEYS, VALUE_BYTES, KEPT = 250, 2**20, 50  # 250 MiB written (above the default 100Mi), 80 % deleted
+# 480 MiB (503 MB: issue 35's 500 MB) written, above the default 100Mi, 80 % of it deleted
+FILL_KEYS, VALUE_BYTES, KEPT = 480, 2**20, 96
 
 
 def test_a_fragmented_etcd_is_defragmented_one_member_per_pass_followers_first_leader_last(fleet: Deployment):
-    """250 MiB written straight into etcd, 80 % of it deleted and compacted away: with the default
+    """480 MiB (503 MB) written straight into etcd, 80 % of it deleted and compacted away: with the default
     policy (45 % on at least 100Mi) the next full pass starts a round; every member ends below
     10 % free pages by etcd's own status, followers before the leader (Events), one member per
     pass (each pass's status write seen on its own), karmada-apiserver's /readyz answering every
@@ -448,15 +450,15 @@ def test_a_fragmented_etcd_is_defragmented_one_member_per_pass_followers_first_l
         value = os.urandom(VALUE_BYTES // 2).hex().encode()
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             list(pool.map(lambda i: client.put(f"/e2e-defrag/{i:03d}", value), range(FILL_KEYS)))
-        for prefix in range((FILL_KEYS - KEPT) // 100):  # keys 000-199: prefixes /e2e-defrag/0 and /1
-            client.call("kv/deleterange", {"key": b64(f"/e2e-defrag/{prefix}"),
-                                           "range_end": b64(prefix_end(f"/e2e-defrag/{prefix}".encode()))})
+        # keys 000 to 383 deleted, 384 to 479 kept
+        client.call("kv/deleterange", {"key": b64("/e2e-defrag/000"),
+                                       "range_end": b64(f"/e2e-defrag/{FILL_KEYS - KEPT:03d}")})
         revision = client.status().revision
         client.call("kv/compaction", {"revision": str(revision), "physical": True}, timeout=300)
         # each member frees the compacted revisions' pages in batches of its own
         fragmented = fleet.wait_for(lambda: (lambda sizes: sizes if all(
-            m["dbSize"] >= 200 * 2**20 and m["free"] >= 70 for m in sizes.values()) else None)(member_sizes(client)),
-            300, "every member at 200 MiB or more with 70 % or more free pages")
+            m["dbSize"] >= 400 * 2**20 and m["free"] >= 70 for m in sizes.values()) else None)(member_sizes(client)),
+            300, "every member at 400 MiB or more with 70 % or more free pages")
     print(f"fragmented: {fragmented}")
     leader = next(name for name, m in fragmented.items() if m["leader"])
     followers = sorted((n for n in fragmented if n != leader), key=lambda n: (len(n), n))
@@ -555,7 +557,7 @@ def test_a_defragmentation_schedule_defragments_every_member_at_its_tick_leader_
                    "the schedule gone from status")
 
 
-QUOTA = "400Mi"
+QUOTA, QUOTA_BYTES = "800Mi", 800 * 2**20
 
 
 def karmada_write(fleet: Deployment, kubectl: str, kubeconfig: Path, name: str) -> subprocess.CompletedProcess:
@@ -565,7 +567,7 @@ def karmada_write(fleet: Deployment, kubectl: str, kubeconfig: Path, name: str) 
 
 
 def test_a_full_etcd_is_compacted_defragmented_and_disarmed_and_karmada_writes_again(fleet: Deployment):
-    """etcd filled to its quota (400Mi) with history, as churn does: etcd raises NOSPACE and
+    """etcd filled to its quota (800Mi) with history, as churn does: etcd raises NOSPACE and
     karmada-apiserver refuses writes. With no spec change, the next reconcile's fast path reads the
     alarm from etcd and the full pass runs etcd's runbook: compact, defragment every member
     (followers first, the leader last), disarm. Writes are acknowledged again; etcd itself reports
@@ -578,13 +580,22 @@ def test_a_full_etcd_is_compacted_defragmented_and_disarmed_and_karmada_writes_a
     assert not events(fleet, "EtcdSpaceRecovered")
     value = os.urandom(VALUE_BYTES // 2).hex().encode()
     with etcd_client(fleet) as client:
-        written, refused = 0, ""
-        while not refused and written < 2000:  # overwrites: history, as Works and bindings churn
-            try:
-                client.put(f"/e2e-space/{written % 4}", value)
-                written += 1
-            except Exception as exc:  # noqa: BLE001 - the refusal is the point, asserted below
-                refused = str(exc)
+        puts, refusals = itertools.count(), []
+
+        def fill() -> int:
+            """Overwrite 4 keys (history, as Works and bindings churn) until etcd refuses."""
+            done = 0
+            while not refusals and next(puts) < 4000:
+                try:
+                    client.put(f"/e2e-space/{done % 4}", value)
+                    done += 1
+                except Exception as exc:  # noqa: BLE001 - the refusal is the point, asserted below
+                    refusals.append(str(exc))
+            return done
+
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            written = sum(pool.map(lambda _: fill(), range(4)))
+        refused = refusals[0] if refusals else ""
         full_at = time.monotonic()
         alarms = client.alarms()
         sizes = member_sizes(client)
@@ -605,7 +616,7 @@ def test_a_full_etcd_is_compacted_defragmented_and_disarmed_and_karmada_writes_a
         print(f"{e['reason']}: {e['message']}")
     print(f"writes acknowledged again {seconds:.0f} s after etcd refused; sizes after: {after}")
     assert ok and alarms == []
-    assert all(m["dbSize"] < 400 * 2**20 * 0.8 for m in after.values()), after
+    assert all(m["dbSize"] < QUOTA_BYTES * 0.8 for m in after.values()), after
     assert len(exhausted) == 1 and len(recovered) == 1
     leader = next(n for n, m in sizes.items() if m["leader"])
     # the recovering pass writes status when it ends, after the steps that follow the recovery
