@@ -128,6 +128,7 @@ def remove_all(host, nss: list[str]) -> None:
 def fleet_run(host, crds, work: Path, concurrency: int, rest: bool, bad: bool = False) -> dict:
     nss = namespaces(N)
     bad_ns = "bench-fleet-bad" if bad else ""
+    work.mkdir(parents=True, exist_ok=True)
     operator = OperatorProcess(str(Path(settings()["KO_LINKS"]) / "ansible-operator"), host.kubeconfig,
                                work, extra_args=[f"--max-concurrent-reconciles={concurrency}"])
     result: dict = {"concurrency": concurrency}
