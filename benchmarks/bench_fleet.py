@@ -62,7 +62,7 @@ CORES = os.cpu_count() or 1
 PERIOD_PASSES_PER_HOUR = 6  # watches.yaml: reconcilePeriod 10m
 KAMAJI_PER_MIN_PER_CPU = 100 / 7.5 / (25 * 4)
 KAMAJI_MCPU, KAMAJI_MIB = 12.0, 6.0
-BAD_IMAGE = "ko-testenv.local/no-such-kube-apiserver:v0.0.0"
+BAD_IMAGE = {"registry": "ko-testenv.local", "repository": "no-such-kube-apiserver", "tag": "v0.0.0"}
 TICK = os.sysconf("SC_CLK_TCK")
 
 
