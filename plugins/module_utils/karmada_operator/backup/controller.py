@@ -106,6 +106,22 @@ def job_finished(job: Mapping[str, Any]) -> str:
     return ""
 
 
+def job_ended(kube: Kube, namespace: str, job: Mapping[str, Any], container: str) -> str:
+    """``Complete``, ``Failed`` or '' (running) for a Job with backoffLimit 0 (a backup's, a
+    restore's): its condition, or else its ``container``'s end as the kubelet reported it (exit
+    0: Complete). The pod's end is known seconds before the Job controller writes the condition;
+    the result is in the pod (termination message)."""
+    done = job_finished(job)
+    if done:
+        return done
+    for pod in kube.list("v1", "Pod", namespace, label_selector=f"job-name={job['metadata']['name']}"):
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+            term = (cs.get("state") or {}).get("terminated")
+            if cs.get("name") == container and term:
+                return "Complete" if term.get("exitCode") == 0 else "Failed"
+    return ""
+
+
 def result_line(log: str) -> dict[str, Any] | None:
     """The Job's result: the last line of its log that is a JSON object with ``ok``."""
     return last_json_line(log, "ok")
@@ -225,18 +241,7 @@ class BackupReconciler:
         return pods
 
     def _ended(self, job: Mapping[str, Any]) -> str:
-        """``Complete``, ``Failed`` or '' (running): the Job's condition, or else its container's
-        end as the kubelet reported it (exit 0: Complete). The pod's end is known seconds before
-        the Job controller writes the condition; the result is in the pod (termination message)."""
-        done = job_finished(job)
-        if done:
-            return done
-        for pod in self._pods(job):
-            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-                term = (cs.get("state") or {}).get("terminated")
-                if cs.get("name") == CONTAINER and term:
-                    return "Complete" if term.get("exitCode") == 0 else "Failed"
-        return ""
+        return job_ended(self.kube, self.ns, job, CONTAINER)
 
     def follow(self, job_name: str, seconds: float, poll: float = 0.5) -> bool:
         """Wait in this pass, up to ``seconds``, for the running backup Job to end. True: it ended

@@ -27,7 +27,7 @@ from typing import Any
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.backup import restore as er
 from karmada_operator.backup import runner as eb_runner
-from karmada_operator.backup.controller import job_finished, result_line
+from karmada_operator.backup.controller import job_ended, result_line
 from karmada_operator.kube import conditions as k8s_conditions
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError, load_kubeconfig_text
 from karmada_operator.runtime.cr_pass import COMMON_ARGS, Outcome
@@ -82,19 +82,7 @@ class RestoreReconciler:
         return self.kube.list("batch/v1", "Job", self.ns, label_selector=f"{er.LABEL_RESTORE}={self.name}")
 
     def _ended(self, job: Mapping[str, Any]) -> str:
-        """``Complete``, ``Failed`` or '' (running): the Job's condition, or else its container's
-        end as the kubelet reported it (the Jobs have backoffLimit 0: the pod's end is the Job's).
-        The pod's end is known a second or more before the Job controller writes the condition."""
-        done = job_finished(job)
-        if done:
-            return done
-        pods = self.kube.list("v1", "Pod", self.ns, label_selector=f"job-name={job['metadata']['name']}")
-        for pod in pods:
-            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-                term = (cs.get("state") or {}).get("terminated")
-                if cs.get("name") == er.CONTAINER and term:
-                    return "Complete" if term.get("exitCode") == 0 else "Failed"
-        return ""
+        return job_ended(self.kube, self.ns, job, er.CONTAINER)
 
     def following(self, outcome: Outcome) -> str:
         """What the pass may wait for (runtime/cr_pass.py): this restore's Jobs, while it seeds."""
