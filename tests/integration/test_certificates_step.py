@@ -163,7 +163,8 @@ def test_running_apiserver_and_etcd_pods_are_annotated_when_their_secret_changes
     server.kubectl("create", "serviceaccount", "default", "-n", NS)
     for name, selector in (("api-a", plan["apiserver"]["pod"]["selector"]),
                            ("etcd-a", plan["etcd"]["pod"]["selector"])):
-        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "labels": selector},
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS,
+                                                             "labels": {**plan["labels"], **selector}},
                "spec": {"containers": [{"name": "c", "image": "x"}]}}
         (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod))
         server.kubectl("apply", "-f", str(tmp_path / "pod.yaml"))
@@ -172,6 +173,12 @@ def test_running_apiserver_and_etcd_pods_are_annotated_when_their_secret_changes
         return (yaml.safe_load(server.kubectl("get", "pod", "-n", NS, name, "-o", "yaml").stdout)["metadata"]
                 .get("annotations") or {})
 
+    # a pod with the same selector but not this KarmadaDeployment's (no label naming its UID)
+    other = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "api-other", "namespace": NS,
+                                                            "labels": plan["apiserver"]["pod"]["selector"]},
+             "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(other))
+    server.kubectl("apply", "-f", str(tmp_path / "pod.yaml"))
     # nothing written: no pod touched
     assert step(server, tmp_path, cr)["refreshed"] == []
     assert "operator.karmada.io/pki-mounted" not in annotations("api-a")
@@ -183,6 +190,7 @@ def test_running_apiserver_and_etcd_pods_are_annotated_when_their_secret_changes
     assert annotations("api-a")["operator.karmada.io/pki-mounted"] == volume_refresh.mounted_hash(
         pki, plan["apiserver"]["pkiFiles"])
     assert "operator.karmada.io/pki-mounted" not in annotations("etcd-a")  # its Secret did not change
+    assert "operator.karmada.io/pki-mounted" not in annotations("api-other")  # not ours
     # every etcd leaf renewed: the etcd pod too
     renewed = step(server, tmp_path, cr, **{"plan": {**kp.build_plan(cr), "pki": {
         **kp.build_plan(cr)["pki"], "force_renew": ["etcd/server", "etcd/peer"]}}})

@@ -15,6 +15,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+from karmada_operator.kube import ownership
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
 from karmada_operator.pki import ca_rotation as karmada_ca_rotation
 from karmada_operator.pki import volume_refresh
@@ -189,18 +190,21 @@ def _refresh_volumes(live: Kube, plan: dict[str, Any], written: list[str],
     serve the stored certificate. The pods annotated and the apiserver pods still behind."""
     names, ns = plan["names"], plan["namespace"]
     api = plan["apiserver"]
+    # only this KarmadaDeployment's pods: its selector and the label naming its UID
+    uid = plan["labels"].get(ownership.OWNER_UID_LABEL)
+    ours = {ownership.OWNER_UID_LABEL: uid} if uid else {}
     refreshed: list[str] = []
     behind: list[str] = []
     if names["pkiSecret"] in written:
         value = volume_refresh.mounted_hash(groups["pki"], api["pkiFiles"])
-        refreshed += volume_refresh.annotate(live, ns, api["pod"]["selector"], value)
+        refreshed += volume_refresh.annotate(live, ns, {**api["pod"]["selector"], **ours}, value)
         if refreshed:
-            behind = volume_refresh.wait_served(live, ns, api["pod"]["selector"], api["port"],
+            behind = volume_refresh.wait_served(live, ns, {**api["pod"]["selector"], **ours}, api["port"],
                                                 groups["pki"]["apiserver.crt"])
     etcd = plan["etcd"]
     if names["etcdPkiSecret"] in written and etcd.get("mode") != "external":
         value = volume_refresh.mounted_hash(groups["etcd"])
-        refreshed += volume_refresh.annotate(live, ns, etcd["pod"]["selector"], value)
+        refreshed += volume_refresh.annotate(live, ns, {**etcd["pod"]["selector"], **ours}, value)
     return refreshed, behind
 
 
