@@ -221,7 +221,8 @@ def run(bed: Bed, crds, megabytes: int) -> None:
     say(f"restore 1 member  ours: apply -> etcd seeded {seeded:.0f} s (EtcdRestore status.seededAt), -> "
         f"Karmada Ready {t_ready:.1f} s, -> EtcdRestore Succeeded {t_verified:.1f} s (Verified "
         f"{verified.get('status')}: {verified.get('message', '')[:120]})")
-    say(f"restore 1 member  ours, where the seeding went: {timeline(bed, r, seeded, 'seeded seen')}")
+    say(f"restore 1 member  ours, where the seeding went: {timeline(bed, r, seeded, 'seeded seen')}; the Job's "
+        f"program {restore_program(bed, r)}")
     say(f"restore 1 member  boto3 download_file + etcdutl snapshot restore:      {t_raw:6.1f} s")
     say(f"restore 1 member  ratio ours/raw: apply -> Ready {t_ready / t_raw:.2f}x time; seeding alone "
         f"{seeded / t_raw:.2f}x. Apply -> Ready is an install (empty: {install:.1f} s above) waiting for the "
@@ -245,6 +246,26 @@ def backup_once(bed, name: str, storage: dict, extra: dict | None = None) -> tup
     split = [e["message"].rsplit(" in ", 1)[-1] for e in events["items"]]
     program = split[0] if split else str(snap.get("durationSeconds"))
     return seconds, snap, f"{program}; {timeline(bed, done, seconds)}"
+
+
+def restore_program(bed, restore: dict) -> str:
+    """The restore Job's own phase split (its result line, the container's termination message)."""
+    uid = restore["metadata"]["uid"]
+    listed = json.loads(bed.host.kubectl("get", "jobs", "-n", NS, "-o", "json").stdout)["items"]
+    jobs = [j["metadata"]["name"] for j in listed
+            if any(o.get("uid") == uid for o in j["metadata"].get("ownerReferences", []))]
+    for job in jobs:
+        pods = json.loads(bed.host.kubectl("get", "pods", "-n", NS, "-l", f"job-name={job}", "-o", "json").stdout)
+        for pod in pods["items"]:
+            for cs in pod.get("status", {}).get("containerStatuses", []):
+                message = (cs.get("state", {}).get("terminated") or {}).get("message") or ""
+                try:
+                    doc = json.loads(message.strip().splitlines()[-1])
+                except (ValueError, IndexError):
+                    continue
+                if doc.get("seconds"):
+                    return ", ".join(f"{k} {v} s" for k, v in doc["seconds"].items())
+    return "(no result with its seconds found)"
 
 
 def timeline(bed, backup: dict, seconds: float, end: str = "Succeeded seen") -> str:

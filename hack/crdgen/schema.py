@@ -1350,8 +1350,8 @@ def etcd_restore_status() -> Schema:
         "observedGeneration": s("Generation last reconciled.", "integer", format="int64"),
         "restoredFrom": s("Snapshot location restored."),
         "restoredRevision": s("Revision after the bump.", "integer", format="int64"),
-        "keys": s("Keys in each restored member's database (etcdutl snapshot status totalKey).", "integer",
-                  format="int64"),
+        "keys": s("Live keys at the restored revision, read from each restored etcd member when verified.",
+                  "integer", format="int64"),
         "snapshot": obj("The snapshot restored.", {
             "name": s("Name in the store."), "sha256": s("sha256, checked before anything was written."),
             "sizeBytes": s("Size.", "integer", format="int64"),
@@ -1372,13 +1372,12 @@ def etcd_restore_status() -> Schema:
         }),
         "seededAt": s("When every member's volume was seeded.", format="date-time"),
         "seededMembers": arr("Each member as its restore Job reported it.", obj("A member.", {
-            "member": s("Member name."), "restoredRevision": s("Revision.", "integer", format="int64"),
-            "keys": s("Keys in its database.", "integer", format="int64"),
+            "member": s("Member name."),
+            "restoredRevision": s("Revision, read from the restored database.", "integer", format="int64"),
         })),
         "expected": obj("What the snapshot's metadata says, for the verification.", {
             "revision": s("Revision of the snapshot.", "integer", format="int64"),
             "keys": s("Live keys at that revision (when the backup recorded them).", "integer", format="int64"),
-            "snapshotKeys": s("Keys in the snapshot's database.", "integer", format="int64"),
             "bumpRevision": s("Bump applied.", "integer", format="int64"),
             "counts": {"type": "object", "description": "Objects per Karmada resource at that revision.",
                        "additionalProperties": {"type": "integer", "format": "int64"}},
@@ -1386,9 +1385,8 @@ def etcd_restore_status() -> Schema:
         "verification": obj("The restored plane compared with the snapshot (condition Verified).", {
             "snapshotRevision": s("Revision in the snapshot.", "integer", format="int64"),
             "restoredRevision": s("Revision restored (snapshot + bump).", "integer", format="int64"),
-            "snapshotKeys": s("Keys in the snapshot's database.", "integer", format="int64", nullable=True),
-            "restoredKeys": s("Keys in the restored members' databases.", "integer", format="int64",
-                              nullable=True),
+            "restoredKeys": s("Live keys at the restored revision, read from each restored etcd member.",
+                              "integer", format="int64", nullable=True),
             "liveKeysAtSnapshot": s("Live keys at the snapshot's revision.", "integer", format="int64",
                                     nullable=True),
             "objects": arr("Objects per Karmada resource.", obj("A resource.", {

@@ -140,9 +140,8 @@ def test_the_gate_holds_the_karmada_back_until_seeded():
 COUNTS = {"clusters": 2, "propagationpolicies": 3, "clusterpropagationpolicies": 1, "overridepolicies": 0,
           "resourcebindings": 8, "works": 10, "namespaces": 6}
 SNAP = {"revision": 900, "keys": 500, "counts": COUNTS}
-# the revision bump adds one empty entry to the key bucket
-SEEDED = [{"member": f"dc2-etcd-{i}", "snapshot": {"totalKey": 700},
-           "restored": {"revision": 1_000_000_900, "totalKey": 701}} for i in range(3)]
+# each member: the revision its Job read from the restored database, the live keys its etcd holds there
+SEEDED = [{"member": f"dc2-etcd-{i}", "restored": {"revision": 1_000_000_900, "liveKeys": 500}} for i in range(3)]
 BUMP = 1_000_000_000
 
 
@@ -151,13 +150,14 @@ def test_verification_lists_every_difference():
     assert ok["differences"] == [] and ok["unreadable"] == [] and ok["restoredRevision"] == 1_000_000_900
     bad = er.verification(SNAP, SEEDED, {**COUNTS, "clusters": 1}, BUMP)
     assert bad["differences"] == ["clusters: 2 in the snapshot, 1 served by the restored karmada-apiserver"]
-    low = er.verification(SNAP, [{"snapshot": {"totalKey": 700}, "restored": {"revision": 950, "totalKey": 701}}],
-                          COUNTS, BUMP)
+    assert (ok["restoredKeys"], ok["liveKeysAtSnapshot"]) == (500, 500)
+    low = er.verification(SNAP, [{"member": "m", "restored": {"revision": 950, "liveKeys": 500}}], COUNTS, BUMP)
     assert low["differences"] == ["restored revision 950 is below the snapshot's 900 plus the bump 1000000000"]
-    lost = er.verification(SNAP, [{"snapshot": {"totalKey": 700}, "restored": {"revision": 1_000_000_900,
-                                                                               "totalKey": 650}}], COUNTS, BUMP)
-    assert lost["differences"] == ["keys in the snapshot [700] (+1 for the revision bump) differ from the restored "
-                                   "members' [650]"]
+    lost = er.verification(SNAP, [*SEEDED[:2], {"member": "dc2-etcd-2", "restored": {"revision": 1_000_000_900,
+                                                                                     "liveKeys": 450}}], COUNTS, BUMP)
+    assert lost["differences"] == ["dc2-etcd-2 holds 450 live keys at the restored revision, the snapshot 500 at "
+                                   "its revision"]
+    assert lost["restoredKeys"] is None  # the members differ: no one figure
 
 
 def test_a_list_that_failed_fails_the_verification_and_is_named():
@@ -185,7 +185,7 @@ def test_a_list_that_failed_fails_the_verification_and_is_named():
 def test_values_missing_from_the_snapshot_or_the_members_fail_the_verification():
     """What the snapshot's metadata or a member's result does not hold cannot be compared: it
     fails, naming it (a missing revision used to read as 0, below any restored revision)."""
-    no_counts = er.verification({"revision": 900}, SEEDED, COUNTS, BUMP)
+    no_counts = er.verification({"revision": 900, "keys": 500}, SEEDED, COUNTS, BUMP)
     assert no_counts["differences"] == [f"could not read the snapshot's count of {', '.join(COUNTS)} (its metadata "
                                         "records none: the backup could not count at its revision)"]
     one_count = er.verification({**SNAP, "counts": {k: v for k, v in COUNTS.items() if k != "works"}}, SEEDED,
@@ -195,12 +195,16 @@ def test_values_missing_from_the_snapshot_or_the_members_fail_the_verification()
     no_rev = er.verification({**SNAP, "revision": None}, SEEDED, COUNTS, BUMP)
     assert no_rev["unreadable"] == ["the snapshot's revision (not in its metadata)"]
     assert "snapshotRevision" not in no_rev  # not nullable in the CRD: left out, the difference says why
-    member = [{"member": "dc2-etcd-0", "snapshot": {"totalKey": None}, "restored": {"revision": None,
-                                                                                     "totalKey": 701}}]
-    unknown = er.verification(SNAP, member, COUNTS, BUMP)
+    member = [{"member": "dc2-etcd-0", "restored": {"revision": None, "liveKeys": None}}]
+    unknown = er.verification(SNAP, member, COUNTS, BUMP, keys_unread="etcd refused the request: mvcc: required "
+                                                                       "revision has been compacted")
     assert unknown["unreadable"] == ["dc2-etcd-0's restored revision",
-                                     "the snapshot's key total (etcdutl snapshot status, dc2-etcd-0)"]
+                                     "dc2-etcd-0's live keys at the restored revision (from its etcd: etcd refused "
+                                     "the request: mvcc: required revision has been compacted)"]
     assert "restoredRevision" not in unknown
+    no_keys = er.verification({**SNAP, "keys": None}, SEEDED, COUNTS, BUMP)
+    assert no_keys["unreadable"] == ["the snapshot's live key count (its metadata records none: the backup could "
+                                     "not count at its revision)"]
     nobody = er.verification(SNAP, [], COUNTS, BUMP)
     assert nobody["unreadable"] == ["the members' restore results (none recorded)"]
 

@@ -71,8 +71,8 @@ def seeded_restore(seeded_at: datetime = NOW) -> dict:
                        "conditions": [{"type": "Seeded", "status": "True", "reason": "Restored", "message": "x",
                                        "lastTransitionTime": "2026-03-10T11:59:00Z"}],
                        "seededAt": seeded_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                       "seededMembers": [{"member": "dc2-etcd-0", "restoredRevision": 1_000_000_900, "keys": 701}],
-                       "expected": {"revision": 900, "keys": 500, "snapshotKeys": 700, "bumpRevision": 1_000_000_000,
+                       "seededMembers": [{"member": "dc2-etcd-0", "restoredRevision": 1_000_000_900}],
+                       "expected": {"revision": 900, "keys": 500, "bumpRevision": 1_000_000_000,
                                     "counts": COUNTS}}}
 
 
@@ -144,9 +144,13 @@ class Counted(ctl.RestoreReconciler):
     """The pass with the restored plane's counts given (the lists are what the tests above cover)."""
 
     counted: tuple[dict[str, int], dict[str, str]] = ({}, {})
+    live: tuple[dict[str, int], str] = ({"dc2-etcd-0": 500}, "")
 
     def _count(self, target):
         return self.counted
+
+    def _live_keys(self, target, members):
+        return self.live
 
 
 def test_only_a_complete_and_equal_reading_is_verified():
@@ -162,6 +166,40 @@ def test_only_a_complete_and_equal_reading_is_verified():
     assert (cond["status"], cond["reason"]) == ("False", "Unreadable")
     assert cond["message"] == ("could not read works through the restored karmada-apiserver: listing Work "
                                "(work.karmada.io/v1alpha1) failed: 0 Unreachable: down")
+
+
+def test_the_keys_are_read_from_the_restored_etcd_and_compared():
+    """The live keys each restored member's etcd holds at the restored revision must equal the
+    backup's count at the snapshot's; status.keys is what etcd said; an etcd that could not be
+    read is named, never taken as equal."""
+    host = Host(target())
+    whole = Counted(host, seeded_restore(), image="unused", now=NOW)
+    whole.counted = (dict(COUNTS), {})
+    outcome = whole.reconcile()
+    assert verified(outcome)["status"] == "True" and outcome.status["keys"] == 500
+    assert outcome.status["verification"]["restoredKeys"] == 500
+    short = Counted(host, seeded_restore(), image="unused", now=NOW)
+    short.counted, short.live = (dict(COUNTS), {}), ({"dc2-etcd-0": 499}, "")
+    cond = verified(short.reconcile())
+    assert (cond["status"], cond["reason"]) == ("Unknown", "Differences")  # re-read while the window lasts
+    assert cond["message"] == ("dc2-etcd-0 holds 499 live keys at the restored revision, the snapshot 500 at its "
+                               "revision")
+    gone = Counted(host, seeded_restore(), image="unused", now=NOW)
+    gone.counted = (dict(COUNTS), {})
+    gone.live = ({}, "etcd refused the request: required revision has been compacted")
+    cond = verified(gone.reconcile())
+    assert (cond["status"], cond["reason"]) == ("False", "Unreadable")
+    assert cond["message"] == ("could not read dc2-etcd-0's live keys at the restored revision (from its etcd: etcd "
+                               "refused the request: required revision has been compacted)")
+
+
+def test_without_the_etcd_client_secret_the_keys_are_unreadable_and_say_why():
+    """The real read: no etcd client Secret in the namespace, so the keys could not be read, and
+    the verification says which Secret is missing."""
+    host = Host(target())
+    live, why = ctl.RestoreReconciler(host, seeded_restore(), image="unused", now=NOW)._live_keys(
+        target(), [{"member": "dc2-etcd-0", "restoredRevision": 1_000_000_900}])
+    assert live == {} and "Secret dc2-etcd-pki must exist" in why, why
 
 
 class Cluster:

@@ -368,19 +368,21 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def verification(snapshot: Mapping[str, Any], seeded: Sequence[Mapping[str, Any]], counts: Mapping[str, int],
-                 bump: int, unread: Mapping[str, str] | None = None) -> dict[str, Any]:
+                 bump: int, unread: Mapping[str, str] | None = None, keys_unread: str = "") -> dict[str, Any]:
     """Compare the restored plane with the snapshot.
 
-    ``snapshot``: the store's metadata of the snapshot (``revision``, ``keys`` and ``counts`` at
-    that revision when the backup recorded them). ``seeded``: each member Job's result
-    (``member``, ``snapshot`` and ``restored`` revision/totalKey as ``etcdutl snapshot status``
-    printed them). ``counts``: objects per Karmada resource read through the restored
-    karmada-apiserver; ``unread``: why a resource could not be counted (an API error, a kind the
-    server does not serve, no credentials).
+    ``snapshot``: the store's metadata of the snapshot (``revision``, the live ``keys`` and the
+    ``counts`` at that revision when the backup recorded them). ``seeded``: each member
+    (``member``; ``restored``: the ``revision`` its restore Job read from the restored
+    database, and ``liveKeys``, the live keys at that revision read from the member's etcd once
+    it runs). ``counts``: objects per Karmada resource read through the restored
+    karmada-apiserver; ``unread``: why a resource could not be counted (an API error, a kind
+    the server does not serve, no credentials); ``keys_unread``: why the members' keys could
+    not be read from etcd.
 
     What could not be read fails the check, it never compares as equal: a count missing on
-    either side, a revision or key total missing from the snapshot or from a member's result,
-    no member result at all. Each is in ``unreadable`` and, as "could not read ...", first in
+    either side, a revision or key count missing from the snapshot or from a member, no member
+    result at all. Each is in ``unreadable`` and, as "could not read ...", first in
     ``differences``: an empty ``differences`` means everything was read and matched."""
     unread = dict(unread or {})
     unreadable: list[str] = []
@@ -388,35 +390,41 @@ def verification(snapshot: Mapping[str, Any], seeded: Sequence[Mapping[str, Any]
     rev = _int_or_none(snapshot.get("revision"))
     if rev is None:
         unreadable.append("the snapshot's revision (not in its metadata)")
+    want_keys = _int_or_none(snapshot.get("keys"))
+    if want_keys is None:
+        unreadable.append("the snapshot's live key count (its metadata records none: the backup could not count "
+                          "at its revision)")
     if not seeded:
         unreadable.append("the members' restore results (none recorded)")
     restored_revs: set[int] = set()
-    snap_keys: set[int] = set()
-    restored_keys: set[int] = set()
+    live_keys: dict[str, int] = {}
     for i, result in enumerate(seeded):
         who = result.get("member") or f"member {i}"
-        for value, into, what in (((result.get("restored") or {}).get("revision"), restored_revs,
-                                   f"{who}'s restored revision"),
-                                  ((result.get("snapshot") or {}).get("totalKey"), snap_keys,
-                                   f"the snapshot's key total (etcdutl snapshot status, {who})"),
-                                  ((result.get("restored") or {}).get("totalKey"), restored_keys,
-                                   f"{who}'s restored key total")):
-            number = _int_or_none(value)
-            if number is None:
-                unreadable.append(what)
-            else:
-                into.add(number)
+        restored = result.get("restored") or {}
+        number = _int_or_none(restored.get("revision"))
+        if number is None:
+            unreadable.append(f"{who}'s restored revision")
+        else:
+            restored_revs.add(number)
+        keys = _int_or_none(restored.get("liveKeys"))
+        if keys is None:
+            unreadable.append(f"{who}'s live keys at the restored revision (from its etcd"
+                              f"{': ' + keys_unread if keys_unread else ''})")
+        else:
+            live_keys[who] = keys
     if len(restored_revs) > 1:
         diffs.append(f"members were restored to different revisions {sorted(restored_revs)}")
     restored_rev = max(restored_revs) if restored_revs else None
     if rev is not None and restored_rev is not None and restored_rev < rev + bump:
         diffs.append(f"restored revision {restored_rev} is below the snapshot's {rev} plus the bump {bump}")
     # etcdutl's --bump-revision writes one empty entry at the bumped revision (etcdutl
-    # v3_snapshot.go, unsafeBumpBucketsRevision): the restored database has that one more.
-    marker = 1 if bump > 0 else 0
-    if snap_keys and restored_keys and sorted(k + marker for k in snap_keys) != sorted(restored_keys):
-        diffs.append(f"keys in the snapshot {sorted(snap_keys)} (+{marker} for the revision bump) differ from the "
-                     f"restored members' {sorted(restored_keys)}")
+    # v3_snapshot.go, unsafeBumpBucketsRevision); it is no live key: a count of every key at the
+    # restored revision equals the count the backup took at the snapshot's.
+    if want_keys is not None:
+        for who, keys in live_keys.items():
+            if keys != want_keys:
+                diffs.append(f"{who} holds {keys} live keys at the restored revision, the snapshot {want_keys} at "
+                             "its revision")
     expected = dict(snapshot.get("counts") or {})
     objects = {}
     not_recorded: list[str] = []
@@ -437,9 +445,8 @@ def verification(snapshot: Mapping[str, Any], seeded: Sequence[Mapping[str, Any]
     for why, resources in not_served.items():
         unreadable.append(f"{', '.join(resources)} through the restored karmada-apiserver: {why}")
     report: dict[str, Any] = {
-        "snapshotKeys": min(snap_keys) if len(snap_keys) == 1 else None,
-        "restoredKeys": min(restored_keys) if len(restored_keys) == 1 else None,
-        "liveKeysAtSnapshot": snapshot.get("keys"),
+        "restoredKeys": next(iter(set(live_keys.values()))) if len(set(live_keys.values())) == 1 else None,
+        "liveKeysAtSnapshot": want_keys,
         "objects": [{"resource": k, **{kk: vv for kk, vv in v.items() if vv is not None}} for k, v in objects.items()],
         "differences": [f"could not read {what}" for what in unreadable] + diffs,
         "unreadable": unreadable,

@@ -9,8 +9,10 @@ A pass does one step and says so in status (docs/backup-restore.md, "How a resto
    ``Seeded=True`` (or ``Failed`` with the first Job's reason; the volumes it made are removed)
    and the KarmadaDeployment is annotated, which starts its reconcile (it waited for us).
 2. **Verify** (condition ``Verified``): once the KarmadaDeployment is Ready, count Karmada's
-   objects through the restored karmada-apiserver and compare them, the keys and the revision
-   with the snapshot (:func:`etcd_restore.verification`); differences are listed. Checked again
+   objects through the restored karmada-apiserver and every key in each restored etcd member at
+   the restored revision (from etcd itself, with the operator's etcd client pair), and compare
+   them and the revision with the snapshot (:func:`etcd_restore.verification`); differences
+   are listed. Checked again
    on later passes for a few minutes while Karmada's controllers settle. Anything that could
    not be read (a failed list, no credentials, a value missing from the snapshot's metadata)
    is ``Verified=False``, reason ``Unreadable``, naming it: never a match by omission.
@@ -28,8 +30,11 @@ from karmada_operator.backup import plan as eb_plan
 from karmada_operator.backup import restore as er
 from karmada_operator.backup import runner as eb_runner
 from karmada_operator.backup.controller import job_ended, result_line
+from karmada_operator.etcd.client_secret import ClientSecretError, client_tls, etcd_client
+from karmada_operator.etcd.gateway import EtcdError
 from karmada_operator.kube import conditions as k8s_conditions
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError, load_kubeconfig_text
+from karmada_operator.plan.plan import PlanError, build_plan
 from karmada_operator.runtime.cr_pass import COMMON_ARGS, Outcome
 from karmada_operator.runtime.cr_pass import run as run_cr_pass
 
@@ -347,7 +352,7 @@ class RestoreReconciler:
     def _seeded(self, plan: Mapping[str, Any], target: Mapping[str, Any], results: list[dict[str, Any]]) -> Outcome:
         first = results[0]
         snap = first["snapshot"]
-        # A value etcdutl did not print stays unknown (None; the verification fails on it), never 0.
+        # A value a Job did not report stays unknown (None; the verification fails on it), never 0.
         revs = [r["restored"].get("revision") for r in results]
         restored_rev = max((int(v) for v in revs if v is not None), default=None)
         msg = (f"{len(results)} member(s) of {plan['target']['name']} restored from {snap['name']} (sha256 "
@@ -360,15 +365,13 @@ class RestoreReconciler:
                         {"type": READY, "status": "False", "reason": "WaitingForKarmada",
                          "message": f"waiting for KarmadaDeployment {plan['target']['name']} to be Ready"},
                         restoredFrom=snap.get("location") or snap["name"], restoredRevision=restored_rev,
-                        keys=first["restored"].get("totalKey"),
                         snapshot={k: snap[k] for k in ("name", "sha256", "sizeBytes", "revision") if k in snap},
                         seededAt=_rfc3339(self.now),
-                        seededMembers=[{"member": r["member"], "restoredRevision": r["restored"]["revision"],
-                                        "keys": r["restored"]["totalKey"]} for r in results])
+                        seededMembers=[{"member": r["member"], "restoredRevision": r["restored"]["revision"]}
+                                       for r in results])
         # What the check needs later, kept in status (the Jobs go away after a day).
         out["expected"] = {"revision": int(snap["revision"]), "keys": snap.get("keys"),
-                           "counts": snap.get("counts") or {}, "bumpRevision": plan["bumpRevision"],
-                           "snapshotKeys": snap.get("totalKey")}
+                           "counts": snap.get("counts") or {}, "bumpRevision": plan["bumpRevision"]}
         return Outcome(out, [self._event("Seeded", msg)], "seeded", True)
 
     def _verify(self) -> Outcome:
@@ -388,12 +391,14 @@ class RestoreReconciler:
             return Outcome(self.status, action="none")
         counts, unread = self._count(target)
         expected = self.status.get("expected") or {}
-        seeded = [{"member": m.get("member"), "snapshot": {"totalKey": expected.get("snapshotKeys")},
-                   "restored": {"revision": m.get("restoredRevision"), "totalKey": m.get("keys")}}
-                  for m in self.status.get("seededMembers") or []]
+        members = self.status.get("seededMembers") or []
+        live, keys_unread = self._live_keys(target, members)
+        seeded = [{"member": m.get("member"), "restored": {"revision": m.get("restoredRevision"),
+                                                          "liveKeys": live.get(m.get("member") or "")}}
+                  for m in members]
         report = er.verification({"revision": expected.get("revision"), "keys": expected.get("keys"),
                                   "counts": expected.get("counts")}, seeded, counts,
-                                 int(expected.get("bumpRevision") or 0), unread)
+                                 int(expected.get("bumpRevision") or 0), unread, keys_unread)
         unreadable = report.pop("unreadable")
         diffs = report["differences"]
         seeded_at = eb_plan.parse_rfc3339(self.status.get("seededAt")) or self.now
@@ -413,6 +418,8 @@ class RestoreReconciler:
                       "message": f"KarmadaDeployment {name} runs on the restored etcd"}
         phase = "Succeeded" if final else "Running"
         out = self._out(phase, cond, ready_cond, verification=report)
+        if report.get("restoredKeys") is not None:
+            out["keys"] = report["restoredKeys"]
         if not final:
             events = []
         elif unreadable:
@@ -420,6 +427,32 @@ class RestoreReconciler:
         else:
             events = [self._event("Verified" if not diffs else "VerificationDifferences", cond["message"])]
         return Outcome(out, events, "verified" if final else "verifying", True)
+
+    def _live_keys(self, target: Mapping[str, Any], members: list[Mapping[str, Any]]) -> tuple[dict[str, int], str]:
+        """Each restored member's live keys at the revision it was restored to, read from its etcd
+        (a count-only range over every key, with the operator's etcd client pair); or why they
+        could not be read. At that revision the store holds exactly what the snapshot did (the
+        restore marked it compacted there, nothing older is readable and karmada-apiserver's
+        first compaction comes minutes later)."""
+        try:
+            etcd = build_plan(dict(target))["etcd"]
+        except PlanError as exc:
+            return {}, f"the KarmadaDeployment's plan: {exc}"
+        if etcd["mode"] != "local":
+            return {}, "the KarmadaDeployment's etcd is not local"
+        endpoints = dict(zip(etcd["members"], etcd["memberEndpoints"], strict=True))
+        live: dict[str, int] = {}
+        try:
+            with etcd_client(self.kube, etcd, timeout=10.0, prefix="etcd-restore-verify-",
+                             tls=client_tls(self.kube, etcd)) as client:
+                for member in members:
+                    name, revision = member.get("member") or "", member.get("restoredRevision")
+                    if name in endpoints and revision is not None:
+                        live[name] = int(client.range(b"\0", b"\0", revision=int(revision), count_only=True,
+                                                      endpoint=endpoints[name])["count"])
+        except (ClientSecretError, EtcdError, KubeError, ValueError, OSError) as exc:
+            return live, str(exc)
+        return live, ""
 
     def _count(self, target: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, str]]:
         """Objects per Karmada resource through the restored karmada-apiserver (its Service's

@@ -14,11 +14,12 @@ stopping at the first problem with nothing written into the member's data direct
    directory, renamed into place only when it succeeded. etcdutl checks etcd's own sha256
    trailer before it writes anything (a snapshot corrupted before it was stored:
    ``SnapshotCorrupted``); we do not read the file a second time for that;
-5. ``etcdutl snapshot status`` of the snapshot (read while the restore runs: both only read
-   the staged file) and of the restored database, for the report.
+5. the restored database's revision, read from its own bbolt pages (a few pages, not a walk
+   of every key). The keys are not counted here: the verification reads them from the
+   restored etcd itself at that revision, once it runs (restore_controller.py).
 
 Output: one JSON line on stdout (and in ``ETCD_RESTORE_RESULT_FILE`` when it fits):
-``{"ok": true, "member", "snapshot": {...}, "restored": {...}}`` or ``{"ok": false, "reason",
+``{"ok": true, "member", "snapshot": {...}, "restored": {"revision"}, "seconds": {...}}`` or ``{"ok": false, "reason",
 "message"}``; exit 0, 1, or 2 when retrying cannot help.
 """
 
@@ -30,14 +31,14 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from karmada_operator.backup import job as backup_job
 from karmada_operator.backup import store as store_lib
-from karmada_operator.etcd.snapshots import HASH_SIZE
+from karmada_operator.etcd.snapshots import HASH_SIZE, EtcdSnapshotError, snapshot_revision
 
 PLAN_FORMAT = 1
 # What etcdutl prints when a snapshot's trailer does not match its content.
@@ -52,29 +53,32 @@ class RestoreFailed(Exception):
         self.code = code
 
 
-def etcdutl_status(etcdutl: str, path: str | os.PathLike[str]) -> dict[str, Any]:
-    """``etcdutl snapshot status -w json`` of a snapshot or a member's db file."""
-    proc = subprocess.run([etcdutl, "snapshot", "status", str(path), "-w", "json"], capture_output=True,
-                          text=True, timeout=600, check=False)
-    if proc.returncode != 0:
-        raise RestoreFailed(f"etcdutl snapshot status {path}: {proc.stderr.strip()[-500:]}", "SnapshotCorrupted")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def restore_member(plan: Mapping[str, Any], store: store_lib.SnapshotStore, etcdutl: str) -> dict[str, Any]:
     member = plan["member"]
     snap = plan["snapshot"]
     data_dir = Path(member["dataDir"])
+    clock = time.monotonic
+    t0 = mark = clock()
+    seconds: dict[str, float] = {}
+
+    def took(phase: str) -> None:
+        nonlocal mark
+        now = clock()
+        seconds[phase] = round(now - mark, 3)
+        mark = now
+
     if data_dir.exists() and any(data_dir.iterdir()):
         raise RestoreFailed(f"{data_dir} already holds etcd data: a restore never writes over a member's data "
                             "(delete the volume first if the data is expendable)", "TargetHasData", EXIT_INVALID)
     info = store.get(snap["name"])
+    took("metadata")
     if snap.get("sha256") and snap["sha256"] != info.sha256:
         raise RestoreFailed(f"{store}: snapshot {snap['name']} has sha256 {info.sha256}, not the {snap['sha256']} "
                             "the EtcdBackup recorded", "IntegrityCheckFailed", EXIT_INVALID)
     staged = Path(snap["path"])
     try:
         store.fetch_to_file(snap["name"], staged)  # sha256 checked against the store's record on the way
+        took("download")
         size = staged.stat().st_size
         if size <= HASH_SIZE or size % 512 != HASH_SIZE:
             raise RestoreFailed(f"snapshot {snap['name']} is {size} bytes, not an etcd database plus its 32-byte "
@@ -84,35 +88,32 @@ def restore_member(plan: Mapping[str, Any], store: store_lib.SnapshotStore, etcd
         argv = list(member["argv"])
         argv[0] = etcdutl
         argv[argv.index("--data-dir") + 1] = str(work)
-        with ThreadPoolExecutor(1) as pool:
-            status = pool.submit(etcdutl_status, etcdutl, staged)
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=3600, check=False)
-            if proc.returncode != 0:
-                shutil.rmtree(work, ignore_errors=True)
-                error = proc.stderr.strip()[-800:]
-                if HASH_MISMATCH in error:
-                    raise RestoreFailed(f"snapshot {snap['name']} fails etcd's own sha256 check (it was corrupted "
-                                        f"before it was stored); use another backup: {error}", "SnapshotCorrupted",
-                                        EXIT_INVALID)
-                raise RestoreFailed(f"etcdutl snapshot restore failed: {error}", "RestoreFailed")
-            before = status.result()
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=3600, check=False)
+        if proc.returncode != 0:
+            shutil.rmtree(work, ignore_errors=True)
+            error = proc.stderr.strip()[-800:]
+            if HASH_MISMATCH in error:
+                raise RestoreFailed(f"snapshot {snap['name']} fails etcd's own sha256 check (it was corrupted "
+                                    f"before it was stored); use another backup: {error}", "SnapshotCorrupted",
+                                    EXIT_INVALID)
+            raise RestoreFailed(f"etcdutl snapshot restore failed: {error}", "RestoreFailed")
+        took("restore")
+        try:
+            restored = snapshot_revision(work / "member" / "snap" / "db")
+        except (OSError, EtcdSnapshotError) as exc:
+            shutil.rmtree(work, ignore_errors=True)
+            raise RestoreFailed(f"the restored database cannot be read: {exc}", "RestoreFailed") from exc
         if data_dir.exists():
             data_dir.rmdir()  # empty (checked above)
         os.replace(work, data_dir)
-        after = etcdutl_status(etcdutl, data_dir / "member" / "snap" / "db")
+        took("revision")
     finally:
         staged.unlink(missing_ok=True)
-    # What etcdutl did not print is None (the verification fails on it), never 0.
     return {"ok": True, "member": member["name"],
             "snapshot": {"name": info.name, "sha256": info.sha256, "sizeBytes": info.size, "location": info.location,
-                         "revision": int(before.get("revision", info.revision)),
-                         "totalKey": _number(before, "totalKey"), "keys": info.keys, "counts": dict(info.counts)},
-            "restored": {"revision": _number(after, "revision"), "totalKey": _number(after, "totalKey")}}
-
-
-def _number(status: Mapping[str, Any], key: str) -> int | None:
-    value = status.get(key)
-    return None if value is None else int(value)
+                         "revision": info.revision, "keys": info.keys, "counts": dict(info.counts)},
+            "restored": {"revision": restored},
+            "seconds": {**seconds, "total": round(clock() - t0, 3)}}
 
 
 def emit_result(doc: dict[str, Any], code: int, env: Mapping[str, str], out: Any) -> int:

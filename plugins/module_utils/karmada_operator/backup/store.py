@@ -281,6 +281,39 @@ def check_sub_path(sub_path: str) -> str:
 # --------------------------------------------------------------------------- streams
 
 
+class PipelinedDigest:
+    """sha256 computed on a thread of its own, fed in order: the reader hands each chunk over and
+    goes on reading (hashlib releases the GIL on large buffers), so hashing a download overlaps
+    the download instead of following each chunk. ``hexdigest`` waits for the chunks handed over."""
+
+    _END = b""
+
+    def __init__(self, depth: int = 16) -> None:
+        import queue
+        import threading
+
+        self._digest = hashlib.sha256()
+        self._chunks: Any = queue.Queue(maxsize=depth)
+        self._thread = threading.Thread(target=self._run, name="sha256", daemon=True)
+        self._thread.start()
+        self._result: str | None = None
+
+    def _run(self) -> None:
+        while chunk := self._chunks.get():
+            self._digest.update(chunk)
+
+    def update(self, data: bytes) -> None:
+        if data:
+            self._chunks.put(bytes(data))
+
+    def hexdigest(self) -> str:
+        if self._result is None:
+            self._chunks.put(self._END)
+            self._thread.join()
+            self._result = self._digest.hexdigest()
+        return self._result
+
+
 class SnapshotReader:
     """A snapshot's bytes as a binary stream that checks size and sha256 as it is read.
 
@@ -288,11 +321,12 @@ class SnapshotReader:
     sidecar's and IntegrityCheckFailed is raised on a difference. Read to the end before
     trusting the data; ``fetch_to_file`` does this for you."""
 
-    def __init__(self, raw: Any, info: SnapshotInfo, store: str, on_close: Callable[[], None] | None = None):
+    def __init__(self, raw: Any, info: SnapshotInfo, store: str, on_close: Callable[[], None] | None = None,
+                 digest: Any = None):
         self._raw = raw
         self.info = info
         self._store = store
-        self._digest = hashlib.sha256()
+        self._digest = digest or hashlib.sha256()
         self._size = 0
         self._done = False
         self._on_close = on_close
@@ -576,18 +610,22 @@ class SnapshotStore(abc.ABC):
 
     def fetch_to_file(self, name: str, path: str | os.PathLike[str]) -> SnapshotInfo:
         """Download into ``path``, verified: the file appears under ``path`` only when its
-        sha256 matched; IntegrityCheckFailed (and no file) otherwise."""
+        sha256 matched; IntegrityCheckFailed (and no file) otherwise. The sha256 is computed
+        beside the download (:class:`PipelinedDigest`). A staging copy: not synced to disk (a
+        crash loses it and the download starts again)."""
         final = Path(path)
         final.parent.mkdir(parents=True, exist_ok=True)
+        info = self.get(name)
         fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".part", dir=final.parent)
+        digest = PipelinedDigest()
         try:
-            with os.fdopen(fd, "wb") as out, self.fetch(name) as reader:
+            with os.fdopen(fd, "wb") as out, SnapshotReader(self._open_data(name), info, str(self),
+                                                            digest=digest) as reader:
                 for chunk in reader:
                     out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
             os.replace(tmp, final)
         except BaseException:
+            digest.hexdigest()  # ends its thread
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise

@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from karmada_operator.etcd.client_secret import pod_addresses, step_client_tls
-from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
+from karmada_operator.etcd.client_secret import etcd_client
+from karmada_operator.etcd.gateway import EtcdClient, EtcdError
 from karmada_operator.kube.client import Kube, KubeError
 from karmada_operator.pki import encryption
 
@@ -138,13 +138,7 @@ def etcd_root(plan: Mapping[str, Any]) -> str:
 def left_under_old_key(ctx: Any, resources: Sequence[str], key_name: str) -> list[str]:
     """:func:`stored_under` for this Karmada's etcd (local or external), with the operator's
     etcd client pair."""
-    etcd = ctx.plan["etcd"]
-    tls = step_client_tls(ctx.live, etcd)
-    local = etcd["mode"] == "local"
-    with tls_files(tls, prefix="etcd-encryption-") as files:
-        client = EtcdClient(etcd["memberEndpoints"] if local else etcd["endpoints"], cert=files["cert"],
-                            key=files["key"], ca=files["ca"], timeout=10.0,
-                            resolve=pod_addresses(ctx.live, etcd) if local else None)
+    with etcd_client(ctx.live, ctx.plan["etcd"], timeout=10.0, prefix="etcd-encryption-") as client:
         return stored_under(client, resources, key_name, etcd_root(ctx.plan))
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from karmada_operator.etcd.gateway import EtcdClient, tls_files
 from karmada_operator.kube.client import Kube, KubeError
 from karmada_operator.task import ModuleFailed
 
@@ -59,3 +61,18 @@ def pod_addresses(live: Kube, etcd: Mapping[str, Any]) -> dict[str, str]:
     pods = live.list("v1", "Pod", etcd["namespace"], label_selector=etcd["selector"])
     return {f"{pod['metadata']['name']}.{etcd['memberDomain']}": (pod.get("status") or {}).get("podIP")
             for pod in pods if (pod.get("status") or {}).get("podIP")}
+
+
+@contextlib.contextmanager
+def etcd_client(kube: Kube, etcd: Mapping[str, Any], *, timeout: float = 5.0, prefix: str = "etcd-client-",
+                tls: Mapping[str, str] | None = None) -> Iterator[EtcdClient]:
+    """The operator's client of a plan's etcd (``plan["etcd"]``): a local etcd's members by
+    their names, dialled at their pods' addresses, or an external etcd's endpoints; the client
+    pair from its Secret (:func:`step_client_tls`, or ``tls`` when the caller read it), in
+    files that exist while the block runs."""
+    local = etcd["mode"] == "local"
+    pems = tls if tls is not None else step_client_tls(kube, etcd)
+    resolve = pod_addresses(kube, etcd) if local else None
+    with tls_files(pems, prefix=prefix) as files:
+        yield EtcdClient(etcd["memberEndpoints"] if local else etcd["endpoints"], cert=files.get("cert"),
+                         key=files.get("key"), ca=files.get("ca"), timeout=timeout, resolve=resolve)

@@ -37,8 +37,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from karmada_operator.etcd import lease as etcd_lease
-from karmada_operator.etcd.client_secret import pod_addresses, step_client_tls
-from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
+from karmada_operator.etcd.client_secret import etcd_client
+from karmada_operator.etcd.gateway import EtcdClient, EtcdError
 from karmada_operator.etcd.health import cluster_health
 from karmada_operator.etcd.rollout import read_health
 from karmada_operator.kube import schedule as cron
@@ -310,10 +310,7 @@ class Defragmentation:
         pol = etcd["defragmentation"]
         record = dict((owner.get("status") or {}).get(NAME) or {})
         written = ((owner.get("status") or {}).get("etcd") or {}).get("members") or []
-        tls = step_client_tls(ctx.live, etcd)
-        with tls_files(tls, prefix="etcd-defrag-") as files:
-            client = EtcdClient(etcd["memberEndpoints"], cert=files["cert"], key=files["key"], ca=files["ca"],
-                                timeout=5.0, resolve=pod_addresses(ctx.live, etcd))
+        with etcd_client(ctx.live, etcd, prefix="etcd-defrag-") as client:
             health = cluster_health(client)
             decision = decide(pol, health, record, etcd["replicas"], ctx.now())
             if decision.action != "defragment":

@@ -36,8 +36,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from karmada_operator.etcd import defragmentation
-from karmada_operator.etcd.client_secret import pod_addresses, step_client_tls
-from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
+from karmada_operator.etcd.client_secret import etcd_client
+from karmada_operator.etcd.gateway import EtcdClient, EtcdError
 from karmada_operator.etcd.health import cluster_health
 
 NAME = "etcdSpace"  # its status field and operation name
@@ -229,11 +229,7 @@ class EtcdSpace:
         etcd = plan["etcd"]
         space = etcd["space"]
         record = dict((owner.get("status") or {}).get(NAME) or {})
-        addresses = pod_addresses(ctx.live, etcd)
-        tls = step_client_tls(ctx.live, etcd)
-        with tls_files(tls, prefix="etcd-space-") as files:
-            client = EtcdClient(etcd["memberEndpoints"], cert=files["cert"], key=files["key"], ca=files["ca"],
-                                timeout=5.0, resolve=addresses)
+        with etcd_client(ctx.live, etcd, prefix="etcd-space-") as client:
             health = cluster_health(client)
             if NOSPACE not in {a["alarm"] for a in health.get("alarms") or []}:
                 return report(assess(space, health, record))

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from karmada_operator.etcd import space as etcd_space
-from karmada_operator.etcd.client_secret import pod_addresses, step_client_tls
-from karmada_operator.etcd.gateway import EtcdClient, EtcdError, tls_files
+from karmada_operator.etcd.client_secret import etcd_client, pod_addresses
+from karmada_operator.etcd.gateway import EtcdError
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError, root_cause
 from karmada_operator.pki.pki import PkiInputError, renewal_window
 from karmada_operator.plan import operations
@@ -102,12 +102,9 @@ def space_check(kube: Kube, cr: dict) -> tuple[str, bool]:
     if etcd["mode"] != "local":
         return "", False
     try:
-        addresses = pod_addresses(kube, etcd)
-        if not addresses:
+        if not pod_addresses(kube, etcd):
             return "", False
-        with tls_files(step_client_tls(kube, etcd), prefix="etcd-space-probe-") as files:
-            client = EtcdClient(etcd["memberEndpoints"], cert=files["cert"], key=files["key"], ca=files["ca"],
-                                timeout=3.0, resolve=addresses)
+        with etcd_client(kube, etcd, timeout=3.0, prefix="etcd-space-probe-") as client:
             found = etcd_space.probe(client, etcd["memberEndpoints"])
     except (EtcdError, KubeError, ValueError, OSError):
         return "", False
