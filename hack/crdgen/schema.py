@@ -463,6 +463,14 @@ def etcd_schema() -> Schema:
             "extraArgs": extra_args(),
             "defragmentation": defragmentation_schema(),
             "quotaBackendBytes": quota_schema(),
+            "runAs": s("The user etcd runs as. Auto (the default): 65532 (Pod Security \"restricted\") where its "
+                       "volumes take fsGroup (an emptyDir; a CSI driver whose fsGroupPolicy is File, or "
+                       "ReadWriteOnceWithFSType with a file system type), root where they cannot (host directories: "
+                       "storage.type HostPath, the host-path and local-path provisioners); the choice and its reason "
+                       "are in status.etcd.runAs. NonRoot or Root say it outright (NonRoot for volumes that take "
+                       "fsGroup but are not seen so, e.g. static local PersistentVolumes). A change rolls etcd one "
+                       "member at a time; the kubelet gives existing data to group 65532 (docs/security.md).",
+                       enum=["Auto", "NonRoot", "Root"], default="Auto"),
         },
         **{"x-kubernetes-validations": [
             cel("!has(self.quotaBackendBytes) || !has(self.storage) || !has(self.storage.size) || "
@@ -1033,6 +1041,11 @@ def karmada_deployment_status() -> Schema:
                     "dbSizeInUse": s("Bytes of that file holding data (the rest is free pages a defragmentation "
                                      "gives back), written as dbSize is.", "integer", format="int64"),
                 })),
+                "runAs": obj("The user etcd's pods run as, read from the pods (spec.etcd.local.runAs).", {
+                    "user": s("NonRoot (65532), Root, or Mixed while a change rolls.",
+                              enum=["NonRoot", "Root", "Mixed"]),
+                    "reason": s("Why: the storage seen, or the spec."),
+                }),
             }),
             "etcdScaling": etcd_scaling_status(),
             "etcdDefragmentation": etcd_defragmentation_status(),

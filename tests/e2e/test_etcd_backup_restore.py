@@ -28,7 +28,7 @@ from karmada_operator.backup import store as store_lib
 from karmada_operator.members.join import host_agent_name
 from karmada_operator.pki.pki import issued_by, load_cert
 from karmada_operator.plan.plan import APISERVER_PORT
-from support import karmada_e2e
+from support import karmada_e2e, pod_security
 from support.etcd_db import Keys, MayDiffer, compare_keys, etcd_keys_json, read_keys
 from support.karmada_crds_server import serve
 from support.karmada_e2e import Deployment, bookinfo, bookinfo_running, operator_kubeconfig
@@ -196,6 +196,25 @@ def env(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_pat
         e.apply(etcd_backup("every-minute", s3_storage(e, e.schedule_bucket, "sched"), schedule="* * * * *",
                             retention={"maxBackups": 1}))
         yield e
+
+
+def test_etcd_on_an_emptydir_runs_as_65532_under_pod_security_restricted(env: Env):
+    """The source plane keeps etcd on an emptyDir, a volume the kubelet gives to the pod's group:
+    etcd runs as user 65532 (spec.etcd.local.runAs Auto, etcd/run_as.py). The kernel says so of
+    the etcd process itself (/proc/<pid>/status, found by this Karmada's cluster token on its
+    command line), the host's PodSecurity admission admits the pod under "restricted" (the user
+    included), and status.etcd.runAs gives the user and why."""
+    kd = env.fleet.get()
+    token = f"--initial-cluster-token={NAME}-{kd['metadata']['uid']}"
+    users = pod_security.process_users("/usr/local/bin/etcd", token)
+    print(f"\netcd processes of {NAME} and their user ids: {users}")
+    assert list(users.values()) == [65532], users
+    pods = [p for p in env.host.get("pods", "-n", NS, "-l", f"app.kubernetes.io/instance={NAME},"
+                                                             "app.kubernetes.io/name=etcd")["items"]
+            if not p["metadata"].get("deletionTimestamp")]
+    assert len(pods) == 1 and pod_security.restricted_verdicts(env.host, pods) == {pods[0]["metadata"]["name"]: ""}
+    assert kd["status"]["etcd"]["runAs"] == {
+        "user": "NonRoot", "reason": "an emptyDir volume, which the kubelet gives to group 65532 (fsGroup)"}
 
 
 def test_on_demand_backups_to_a_volume_and_to_s3_hold_what_status_says(env: Env):

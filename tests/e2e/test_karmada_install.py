@@ -241,8 +241,10 @@ spec:
 
 def test_every_pod_passes_pod_security_restricted_but_etcds_root_user(install):
     """Every pod of the plane, offered to a namespace enforcing Pod Security "restricted", is
-    admitted by the host's own PodSecurity admission; etcd's pods fail only the non-root checks
-    (etcd keeps running as root until its data can change owner: docs/security.md). The others
+    admitted by the host's own PodSecurity admission; etcd's pods fail only the non-root checks:
+    the bed's default StorageClass makes host directories, which the kubelet does not hand to a
+    non-root user, so etcd runs as root there, the process too, and status.etcd.runAs says why
+    (etcd/run_as.py; on an emptyDir it runs as 65532: test_etcd_backup_restore.py). The others
     run Ready as user 65532 (the kubelet starts them so, reading their 0400 Secrets through the
     fsGroup), and the serving components listen on 8443 behind their Services' port 443."""
     host = install["host"]
@@ -259,6 +261,13 @@ def test_every_pod_passes_pod_security_restricted_but_etcds_root_user(install):
         failed = verdict.split('restricted:latest": ', 1)[1]
         # only the user: runAsNonRoot (and nothing about capabilities, seccomp, escalation, volumes)
         assert failed.startswith("runAsNonRoot != true") and ";" not in failed, (name, failed)
+    status = kd(host)["status"]["etcd"]["runAs"]
+    assert status == {"user": "Root", "reason": "StorageClass standard (kubernetes.io/host-path) is served by no CSI "
+                                                "driver: its volumes (host directories for the host-path and "
+                                                "local-path provisioners) do not take fsGroup"}, status
+    token = f"--initial-cluster-token=karmada-{kd(host)['metadata']['uid']}"
+    users = pod_security.process_users("/usr/local/bin/etcd", token)
+    assert sorted(users.values()) == [0, 0, 0], users
     for pod in pods:
         if pod["metadata"]["name"] in others:
             assert pod["spec"]["securityContext"]["runAsUser"] == 65532

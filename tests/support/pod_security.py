@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import time
+from pathlib import Path
 
 import yaml
 
@@ -40,3 +41,23 @@ def restricted_verdicts(host: HostCluster, pods: list[dict]) -> dict[str, str]:
         proc = host.kubectl("create", "--dry-run=server", "-f", "-", input=yaml.safe_dump(offered), check=False)
         verdicts[pod["metadata"]["name"]] = "" if proc.returncode == 0 else proc.stderr.strip()
     return verdicts
+
+
+def process_users(*markers: str) -> dict[int, int]:
+    """PID -> real user id of every process on this node (the test bed is one node) whose
+    command line holds each of ``markers``: the kernel's own word on who a container runs as
+    (``/proc/<pid>/status``), not the pod spec's."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+            status = (proc / "status").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        text = [a.decode(errors="replace") for a in args]
+        if all(any(m in a for a in text) for m in markers):
+            uid_line = next(line for line in status.splitlines() if line.startswith("Uid:"))
+            found[int(proc.name)] = int(uid_line.split()[1])
+    return found

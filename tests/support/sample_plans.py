@@ -28,4 +28,7 @@ def crs() -> dict[str, dict]:
                                      "imagePullSecrets": [{"name": "regcred"}]})
     external = copy.deepcopy(every)
     external["spec"]["etcd"] = {"external": {"endpoints": ["https://e1:2379"], "tlsSecretRef": {"name": "ext-etcd"}}}
-    return {"sample": local, "every-component": every, "external-etcd": external}
+    # etcd on an emptyDir: the volume takes fsGroup, so etcd runs as 65532 (etcd/run_as.py)
+    emptydir = copy.deepcopy(local)
+    emptydir["spec"]["etcd"]["local"]["storage"] = {"type": "EmptyDir"}
+    return {"sample": local, "every-component": every, "external-etcd": external, "emptydir-etcd": emptydir}

@@ -99,8 +99,9 @@ def test_the_names_checked_are_every_name_the_templates_make(which):
     made_elsewhere = {("Secret", names[k]) for k in task.KEPT_SECRETS}
     if plan["etcd"]["mode"] == "local":
         made_elsewhere |= {("ConfigMap", names["etcdBootstrap"])}
-        made_elsewhere |= {("PersistentVolumeClaim", f"data-{names['etcd']}-{i}")
-                           for i in range(plan["etcd"]["replicas"])}
+        if plan["etcd"]["storage"]["type"] == "PersistentVolumeClaim":
+            made_elsewhere |= {("PersistentVolumeClaim", f"data-{names['etcd']}-{i}")
+                               for i in range(plan["etcd"]["replicas"])}
     assert checked - rendered == made_elsewhere
 
 

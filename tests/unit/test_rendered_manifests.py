@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from karmada_operator.etcd import run_as
 from karmada_operator.plan import plan as kp
 from karmada_operator.plan.pass_plan import pki_hashes
 from karmada_operator.runtime import templates as role_templates
@@ -53,6 +54,25 @@ def fixed_pki(plan: dict) -> dict[str, dict[str, str]]:
     return groups
 
 
+class BedStorage:
+    """The storage API as the test bed has it: a default class of the in-tree host-path
+    provisioner (host directories), no CSIDriver."""
+
+    CLASS = {"metadata": {"name": "standard", "annotations": {run_as.DEFAULT_CLASS: "true"}},
+             "provisioner": "kubernetes.io/host-path"}
+
+    def get(self, api_version: str, kind: str, name: str) -> dict | None:
+        return self.CLASS if (kind, name) == ("StorageClass", "standard") else None
+
+    def list(self, api_version: str, kind: str) -> list:
+        return [self.CLASS]
+
+
+def etcd_run_as(plan: dict) -> dict:
+    """What the etcd step's prepare phase hands the template (tasks/etcd_scale.py)."""
+    return run_as.decide(BedStorage(), plan["etcd"]).as_fact()
+
+
 def render(cr: dict, rotation: dict) -> dict[str, list]:
     plan = kp.build_plan(cr)
     groups = fixed_pki(plan)
@@ -68,7 +88,8 @@ def render(cr: dict, rotation: dict) -> dict[str, list]:
             "karmada_deployment", ["etcd-services.yaml.j2", "etcd-statefulset.yaml.j2"],
             {"karmada_deployment_plan": plan, "karmada_deployment_cr": cr,
              "karmada_deployment_etcd_replicas": plan["etcd"]["replicas"],
-             "karmada_deployment_etcd_claims": [], "karmada_deployment_pki": {"hashes": hashes}}, {})
+             "karmada_deployment_etcd_claims": [], "karmada_deployment_pki": {"hashes": hashes},
+             "karmada_deployment_etcd_run_as": etcd_run_as(plan)}, {})
     for step in ("aggregated", "components"):
         now = [c for c in plan["components"] if c["step"] == step]
         for rolled in role_templates.component_steps(now, plan, {"hashes": hashes}):
@@ -99,7 +120,7 @@ def test_every_rendered_manifest_equals_the_record():
 
 def test_the_record_covers_every_template_and_the_hashes_differ_by_rotation():
     want = json.loads(RECORD.read_text())
-    assert len(want) == 9
+    assert len(want) == 12
     every = want["every-component / no-rotation"]
     assert {"apiserver.yaml.j2", "etcd", "components-absent aggregated", "components-absent components",
             "component karmada-search", "component karmada-descheduler"} <= set(every)
@@ -137,8 +158,10 @@ def test_the_rollout_task_renders_what_the_record_holds_and_reverses_a_rollback(
 
 def test_every_pod_template_holds_pod_security_restricted_and_binds_no_low_port():
     """Every workload rendered for every sample: the pod and container security settings of
-    kube/pod_security.py (etcd: everything but the user, docs/security.md), a writable /tmp, and
-    no container port or probe below 1024 (a process with no capability cannot bind one)."""
+    kube/pod_security.py (etcd: as user 65532 on a volume that takes fsGroup, the emptyDir
+    sample's; root on the bed's host directories, with everything else: docs/security.md), a
+    writable /tmp, and no container port or probe below 1024 (a process with no capability
+    cannot bind one)."""
     from karmada_operator.kube import pod_security  # noqa: PLC0415 - the settings under test
 
     seen = []
@@ -150,7 +173,15 @@ def test_every_pod_template_holds_pod_security_restricted_and_binds_no_low_port(
                 pod = obj["spec"]["template"]["spec"]
                 etcd = obj["kind"] == "StatefulSet"
                 seen.append(f"{which}/{obj['metadata']['name']}")
-                assert pod["securityContext"] == (pod_security.etcd_pod() if etcd else pod_security.pod()), key
+                if etcd:
+                    non_root = cr["spec"]["etcd"]["local"].get("storage", {}).get("type") == "EmptyDir"
+                    assert pod["securityContext"] == pod_security.etcd_pod(non_root=non_root), key
+                    if non_root:  # restricted, the user included
+                        assert {k: pod["securityContext"][k] for k in ("runAsNonRoot", "runAsUser", "fsGroup")} == \
+                            {"runAsNonRoot": True, "runAsUser": 65532, "fsGroup": 65532}, key
+                        seen.append("non-root etcd")
+                else:
+                    assert pod["securityContext"] == pod_security.pod(), key
                 for container in pod["containers"]:
                     assert container["securityContext"] == pod_security.container(), key
                     assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"], key
@@ -160,4 +191,4 @@ def test_every_pod_template_holds_pod_security_restricted_and_binds_no_low_port(
                     assert all(int(p) >= 1024 for p in ports), (key, ports)
                     args = " ".join(container.get("args") or []) + " ".join(container.get("command") or [])
                     assert "--secure-port=443" not in args, key
-    assert len(seen) >= 20, seen
+    assert len(seen) >= 20 and "non-root etcd" in seen, seen

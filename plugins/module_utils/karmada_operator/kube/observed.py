@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from karmada_operator.kube import pod_security
+
 
 def image_tag(image: str) -> str:
     """The tag of an image reference, or its digest when it is pinned by one (as the plan pins it)."""
@@ -89,7 +91,14 @@ def etcd_status(pods: list[dict[str, Any]], plan: dict[str, Any],
         if h.get("version"):
             entry["version"] = h["version"]
         members.append(entry)
-    return {"endpoints": list(etcd.get("endpoints") or []), "members": members}
+    out: dict[str, Any] = {"endpoints": list(etcd.get("endpoints") or []), "members": members}
+    if etcd.get("mode") == "local":
+        etcd_pods = [p for p in pods if (p.get("metadata") or {}).get("name") in set(names)
+                     and not (p.get("metadata") or {}).get("deletionTimestamp")]
+        observed_user = pod_security.run_as_observed(etcd_pods)
+        if observed_user:
+            out["runAs"] = observed_user
+    return out
 
 
 def certificates_condition(certificates: list[dict[str, Any]]) -> dict[str, Any]:

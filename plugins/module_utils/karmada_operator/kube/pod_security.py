@@ -11,18 +11,23 @@ gives the volume's group read access.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 NONROOT_ID = 65532
+# The user etcd runs as and why, on its pod template (etcd/run_as.py decides it).
+NON_ROOT, ROOT, RUN_AS_ANNOTATION = "NonRoot", "Root", "operator.karmada.io/run-as"
 
 _POD: dict[str, Any] = {"runAsNonRoot": True, "runAsUser": NONROOT_ID, "runAsGroup": NONROOT_ID,
                         "fsGroup": NONROOT_ID, "seccompProfile": {"type": "RuntimeDefault"}}
 _CONTAINER: dict[str, Any] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
                               "readOnlyRootFilesystem": True}
-# etcd keeps running as root until its data can change owner (docs/security.md, "etcd"): the
-# members' existing files are root's, and hostPath volumes get no fsGroup. The rest of
-# "restricted" applies (the container's settings; root owns its files and needs no capability).
-_ETCD_POD: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+# etcd runs as 65532 where its volume can be handed to that user (etcd/run_as.py): the kubelet
+# applies fsGroup at every start (Always: files a root process wrote, an earlier member's or a
+# restore Job's, become the group's too). Where it cannot (host directories), root, with the
+# rest of "restricted" (the container's settings; root owns its files and needs no capability).
+_ETCD_NON_ROOT_POD: dict[str, Any] = {**_POD, "fsGroupChangePolicy": "Always"}
+_ETCD_ROOT_POD: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
 
 # The writable /tmp beside a read-only root file system.
 TMP_VOLUME: dict[str, Any] = {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}
@@ -39,6 +44,24 @@ def container() -> dict[str, Any]:
     return copy.deepcopy(_CONTAINER)
 
 
-def etcd_pod() -> dict[str, Any]:
-    """etcd's pod securityContext (root, for now: see above)."""
-    return copy.deepcopy(_ETCD_POD)
+def etcd_pod(non_root: bool = False) -> dict[str, Any]:
+    """etcd's pod securityContext: 65532 with the volume's group, or root (see above)."""
+    return copy.deepcopy(_ETCD_NON_ROOT_POD if non_root else _ETCD_ROOT_POD)
+
+
+def run_as_observed(pods: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """status.etcd.runAs from etcd's pods as they run: ``user`` NonRoot when every pod runs with
+    runAsNonRoot, Root when none does, Mixed while a change rolls; ``reason`` from their
+    annotation (etcd/run_as.py)."""
+    users = set()
+    reasons = []
+    for pod in pods:
+        ctx = (pod.get("spec") or {}).get("securityContext") or {}
+        users.add(NON_ROOT if ctx.get("runAsNonRoot") and ctx.get("runAsUser") != 0 else ROOT)
+        text = ((pod.get("metadata") or {}).get("annotations") or {}).get(RUN_AS_ANNOTATION) or ""
+        reasons.append(text.partition(": ")[2])
+    if not users:
+        return {}
+    user = users.pop() if len(users) == 1 else "Mixed"
+    reason = next((r for r in reasons if r), "")
+    return {"user": user, "reason": reason} if reason else {"user": user}

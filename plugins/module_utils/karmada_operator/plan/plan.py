@@ -378,8 +378,10 @@ def _etcd_plan(spec: dict[str, Any], name: str, ns: str, domain: str, registry: 
                 "affinity": local.get("affinity") or {"podAntiAffinity": {
                     "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
                         "topologyKey": "kubernetes.io/hostname",
-                        "labelSelector": {"matchLabels": selector_of("etcd", name)}}}]}},
-                "securityContext": pod_security.etcd_pod()},
+                        "labelSelector": {"matchLabels": selector_of("etcd", name)}}}]}}},
+        # the user etcd runs as (etcd/run_as.py decides Auto when the StatefulSet is applied, from
+        # the storage; its securityContext goes on the pod template then)
+        "runAs": local.get("runAs") or "Auto",
     }
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from karmada_operator.etcd import run_as
 from karmada_operator.etcd.scaling import KubeScaleSource, claim_templates, prepare, scale_step
 from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
 from karmada_operator.runtime.status_writer import event_object
@@ -50,10 +51,15 @@ def run(params: dict[str, Any], check_mode: bool = False, warn: Callable[[str], 
             try:
                 replicas = prepare(source, statefulset=statefulset, desired=desired,
                                    peer_url=lambda name: f"https://{name}.{domain}:2380")
-                claims = claim_templates(source.statefulset())
+                sts = source.statefulset()
+                claims = claim_templates(sts)
+                decided = run_as.decide(live, etcd, claims, sts)
             except KubeError as exc:
                 raise ModuleFailed(msg=f"{exc.status} {exc.reason}: {exc.message}") from exc
-            return {"changed": source.wrote, "replicas": replicas, "volume_claim_templates": claims, "steps": []}
+            except run_as.RunAsError as exc:
+                raise ModuleFailed(msg=str(exc), field="spec.etcd.local.runAs") from exc
+            return {"changed": source.wrote, "replicas": replicas, "volume_claim_templates": claims, "steps": [],
+                    "run_as": decided.as_fact()}
         result = scale_step(live, etcd, source, event, start=False, timeout=float(p["timeout"]),
                             poll=float(p["poll"]), stuck_after=float(p["stuck_after"]),
                             delete_claims=p["deletion_policy"] == "Delete")
