@@ -240,6 +240,19 @@ def test_on_demand_backups_to_a_volume_and_to_s3_hold_what_status_says(env: Env)
     body = env.s3.client().get_object(Bucket=bucket, Key=key)["Body"].read()
     assert (hashlib.sha256(body).hexdigest(), len(body)) == (last["sha256"], last["sizeBytes"])
 
+    # Who ran them: the S3 Job's pod ran as 65532 (the kubelet refuses to start a runAsNonRoot
+    # container as root) and the host's admission takes it under "restricted"; the volume's ran as
+    # root (the store may be a host directory), failing only that check (backup/pod.py).
+    def job_pods(name: str) -> list[dict]:
+        return env.host.get("pods", "-n", NS, "-l", f"operator.karmada.io/etcd-backup={name}")["items"]
+
+    s3_pods, vol_pods = job_pods("to-s3"), job_pods("to-volume")
+    assert s3_pods and all(p["status"]["phase"] == "Succeeded" and p["spec"]["securityContext"]["runAsUser"] == 65532
+                           for p in s3_pods), [p["status"]["phase"] for p in s3_pods]
+    assert set(pod_security.restricted_verdicts(env.host, s3_pods).values()) == {""}
+    refused = set(pod_security.restricted_verdicts(env.host, vol_pods).values())
+    assert len(refused) == 1 and refused.pop().split('restricted:latest": ', 1)[1].startswith("runAsNonRoot != true")
+
     # The file on the volume (the PV's directory on the node) likewise.
     last = vol["status"]["lastSuccessfulBackup"]
     path = env.volume_dir("etcd-backups") / "karmada/dc1" / last["name"]

@@ -13,6 +13,7 @@ from karmada_operator import components as karmada_components
 from karmada_operator.backup import controller as ctl
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.etcd import lease as eb_lease
+from karmada_operator.kube import pod_security
 from karmada_operator.runtime import status_writer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +79,20 @@ def test_the_job_for_s3_mounts_the_credentials_and_ca_and_no_volume():
     env = pod["containers"][0]["env"][0]["value"]
     assert "s3-creds" not in env or "secretAccessKey" in env
     assert "BEGIN" not in env
+    # to S3 it writes only its staging emptyDir: Pod Security "restricted", the user included
+    assert pod["securityContext"] == pod_security.pod() and pod["securityContext"]["runAsUser"] == 65532
+    assert pod["containers"][0]["securityContext"] == pod_security.container()
+
+
+def test_a_job_to_a_volume_runs_as_root_with_every_capability_dropped():
+    """The store may be a host directory only root can write (docs/security.md); the rest of
+    "restricted" holds."""
+    job = ctl.job_manifest(eb_plan.backup_plan(backup(), karmada(), now=NOW), "example/op:1")
+    pod = job["spec"]["template"]["spec"]
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert pod["containers"][0]["securityContext"] == {
+        "runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True}
 
 
 def test_the_job_program_is_where_the_image_keeps_our_plugins():

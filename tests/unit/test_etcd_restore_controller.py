@@ -12,6 +12,7 @@ import base64
 import socket
 from datetime import UTC, datetime, timedelta
 
+import test_etcd_restore
 import yaml
 
 from karmada_operator.backup import restore_controller as ctl
@@ -237,3 +238,32 @@ def test_a_jobs_end_is_read_from_its_pod_and_the_pass_waits_for_all_of_them():
     assert rec.follow("jobs", 5, poll=0.1) is True
     seeded = ctl.Outcome({"conditions": [{"type": "Seeded", "status": "True"}]}, action="seeded")
     assert rec.following(seeded) == ""
+
+
+class Appearing:
+    """A host where the target KarmadaDeployment appears on the third look."""
+
+    def __init__(self):
+        self.looks = 0
+
+    def get(self, api_version, kind, name, namespace=None):
+        if kind == "KarmadaDeployment":
+            self.looks += 1
+            return target() if self.looks >= 3 else None
+        return test_etcd_restore.backup(test_etcd_restore.SNAPS) if kind == "EtcdBackup" else None
+
+
+def test_a_restore_applied_before_its_target_waits_for_it_in_the_pass():
+    """Applied first (the runbook's order), the restore is Pending (TargetNotFound) and the pass
+    waits in place for the KarmadaDeployment to appear (runtime/cr_pass.py follows it), instead
+    of the reconcile period (nothing watches KarmadaDeployments for a restore)."""
+    host = Appearing()
+    rec = ctl.RestoreReconciler(host, test_etcd_restore.restore(), image="unused", now=NOW)
+    outcome = rec.reconcile()
+    assert outcome.action == "waiting" and outcome.status["phase"] == "Pending"
+    assert rec.following(outcome) == "target"
+    assert rec.follow("target", 5, poll=0.01) is True and host.looks == 3
+    # the other waits are left to the reconcile period (a backup that does not exist yet)
+    no_backup = type(outcome)({"conditions": [{"type": "Seeded", "status": "False", "reason": "BackupNotFound"}]},
+                              action="waiting")
+    assert rec.following(no_backup) == ""

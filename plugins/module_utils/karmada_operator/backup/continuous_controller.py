@@ -65,7 +65,7 @@ def deployment_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str,
                 "spec": {"automountServiceAccountToken": False, "enableServiceLinks": False,
                          "terminationGracePeriodSeconds": 60,  # SIGTERM: the follower writes what it holds
                          "containers": [container], "volumes": volumes,
-                         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}},
+                         "securityContext": eb_pod.security_contexts(plan)[0]},
             },
         },
     }

@@ -39,6 +39,7 @@ from karmada_operator.backup.pod import (
     last_json_line,
     pod_labels,
     pod_parts,
+    security_contexts,
 )
 from karmada_operator.etcd import lease as eb_lease
 from karmada_operator.kube import conditions as k8s_conditions
@@ -92,7 +93,7 @@ def job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] |
                 "metadata": {"labels": labels},
                 "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
                          "enableServiceLinks": False, "containers": [container], "volumes": volumes,
-                         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}},
+                         "securityContext": security_contexts(plan)[0]},
             },
         },
     }

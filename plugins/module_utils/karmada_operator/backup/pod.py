@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from karmada_operator.backup import plan as eb_plan
-from karmada_operator.kube import ownership
+from karmada_operator.kube import ownership, pod_security
 
 API_VERSION = "operator.karmada.io/v1alpha1"
 KIND = "EtcdBackup"
@@ -27,9 +27,8 @@ def pod_parts(plan: Mapping[str, Any], image: str, pull_policy: str, program: Ma
     continuous backup's follower).
 
     It mounts exactly what the run reads: three keys of the etcd client Secret, the S3
-    credentials (and CA) or the PVC, and an emptyDir where etcdctl stages the snapshot. It
-    runs as root with every capability dropped: volumes from provisioners that ignore fsGroup
-    (hostPath) are writable only by their owner, root.
+    credentials (and CA) or the PVC, and an emptyDir where etcdctl stages the snapshot. Its
+    user: :func:`security_contexts`.
     """
     volumes = [_secret_volume("etcd-tls", plan["etcd"]["tls"]), {"name": "staging", "emptyDir": {}}]
     mounts = [{"name": "etcd-tls", "mountPath": plan["etcd"]["tls"]["mountPath"], "readOnly": True},
@@ -51,8 +50,7 @@ def pod_parts(plan: Mapping[str, Any], image: str, pull_policy: str, program: Ma
                 {"name": "ETCD_BACKUP_STAGING_DIR", "value": STAGING_DIR}, *env,
                 {"name": "HOME", "value": STAGING_DIR}],
         "volumeMounts": mounts,
-        "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
-                            "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True},
+        "securityContext": security_contexts(plan)[1],
         "resources": plan.get("jobResources") or eb_plan.DEFAULT_JOB_RESOURCES,
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
@@ -77,3 +75,18 @@ def last_json_line(log: str, key: str) -> dict[str, Any] | None:
             if isinstance(doc, dict) and key in doc:
                 return doc
     return None
+
+
+def security_contexts(plan: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pod's and the container's securityContext of a backup pod (a Job, the follower).
+
+    To S3 the pod writes nothing but its staging emptyDir and reads Secrets: Pod Security
+    "restricted", user 65532, the volumes given to its group (fsGroup). To a volume (a PVC the
+    user made) it runs as root with every capability dropped and the rest of "restricted": the
+    store may be a host directory (the host-path and local-path provisioners; NFS), which only
+    its owner, root, can write (docs/security.md)."""
+    if plan["storage"]["type"] != "pvc":
+        return pod_security.pod(), pod_security.container()
+    return ({"seccompProfile": {"type": "RuntimeDefault"}},
+            {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
+             "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True})

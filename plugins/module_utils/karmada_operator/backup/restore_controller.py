@@ -90,18 +90,26 @@ class RestoreReconciler:
         return job_ended(self.kube, self.ns, job, er.CONTAINER)
 
     def following(self, outcome: Outcome) -> str:
-        """What the pass may wait for (runtime/cr_pass.py): this restore's Jobs, while it seeds."""
+        """What the pass may wait for (runtime/cr_pass.py): the target KarmadaDeployment while it
+        does not exist (a restore is applied before it, as the runbook does), this restore's Jobs
+        while it seeds."""
         seeded = k8s_conditions.get(outcome.status.get("conditions"), SEEDED) or {}
+        if outcome.action == "waiting":
+            return "target" if seeded.get("reason") == "TargetNotFound" else ""
         return "jobs" if seeded.get("status") != "True" else ""
 
-    def follow(self, _what: str, seconds: float, poll: float = 0.5) -> bool:
-        """Wait in this pass, up to ``seconds``, for every Job of this restore to end (the members'
-        or the point's). True: they have (reconcile again to record it now, from the pods'
-        results); False: still running, and a Job's end triggers a pass as it would without."""
+    def follow(self, what: str, seconds: float, poll: float = 0.5) -> bool:
+        """Wait in this pass, up to ``seconds``, for the target to appear (``target``: nothing in
+        the runtime watches KarmadaDeployments for a restore, so without this the next look is the
+        reconcile period away) or for every Job of this restore to end (the members' or the
+        point's). True: it has (reconcile again now: seed, or record the seeding from the pods'
+        results); False: not yet, and the next pass comes as it would without."""
         deadline = time.monotonic() + seconds
         while True:
-            jobs = self._jobs()
-            if not jobs or all(self._ended(job) for job in jobs):
+            if what == "target":
+                if self._target() is not None:
+                    return True
+            elif not (jobs := self._jobs()) or all(self._ended(job) for job in jobs):
                 return True
             if time.monotonic() + poll > deadline:
                 return False
@@ -146,7 +154,7 @@ class RestoreReconciler:
                 return Outcome(self._out("Pending", {"type": SEEDED, "status": "False", "reason": exc.reason,
                                                      "message": str(exc)},
                                          {"type": READY, "status": "False", "reason": exc.reason,
-                                          "message": str(exc)}), action="wait")
+                                          "message": str(exc)}), action="waiting")
             return self._failed(exc.reason, str(exc))
         all_jobs = {j["metadata"]["name"]: j for j in self._jobs()}
         if plan.get("point"):

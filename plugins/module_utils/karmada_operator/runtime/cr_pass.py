@@ -14,7 +14,8 @@ from karmada_operator.kube.client import Kube, KubeConfigError, KubeError
 from karmada_operator.runtime.status_writer import API_VERSION, write_status
 from karmada_operator.task import ModuleFailed
 
-FOLLOW_ACTIONS = ("started", "running")  # a Job runs: a reconciler with ``follow`` may wait for it
+# a Job runs, or what the object waits for may appear: a reconciler with ``follow`` may wait for it
+FOLLOW_ACTIONS = ("started", "running", "waiting")
 IMAGE_ENV = "KARMADA_OPERATOR_IMAGE"  # the operator's own image, for the Jobs (config/manager sets it)
 
 COMMON_ARGS: dict[str, Any] = {
