@@ -48,7 +48,7 @@ import bench_install as bi  # noqa: E402
 
 from support.karmada_crds_server import karmada_version, serve  # noqa: E402
 from support.karmada_e2e import sample_for_test_bed  # noqa: E402
-from support.memory import MemoryWatch, children, tree_pss_mib  # noqa: E402
+from support.memory import MemoryWatch, tree_cpu_seconds, tree_pss_mib  # noqa: E402
 from support.operator_runtime import OperatorProcess  # noqa: E402
 from support.testenv import HACK, settings  # noqa: E402
 
@@ -63,24 +63,10 @@ PERIOD_PASSES_PER_HOUR = 6  # watches.yaml: reconcilePeriod 10m
 KAMAJI_PER_MIN_PER_CPU = 100 / 7.5 / (25 * 4)
 KAMAJI_MCPU, KAMAJI_MIB = 12.0, 6.0
 BAD_IMAGE = {"registry": "ko-testenv.local", "repository": "no-such-kube-apiserver", "tag": "v0.0.0"}
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def say(line: str) -> None:
     print(line, flush=True)
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` and every live descendant, with the children each has reaped
-    (cutime + cstime): the CPU the operator's process tree has used so far."""
-    total = 0
-    for p in [pid, *children(pid)]:
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
-    return total / TICK
 
 
 def namespaces(count: int, prefix: str = "bench-fleet") -> list[str]:
@@ -137,13 +123,13 @@ def fleet_run(host, crds, work: Path, concurrency: int, rest: bool, bad: bool = 
         pid = operator.proc.pid
         time.sleep(5)
         idle_pss = tree_pss_mib(pid)
-        cpu0 = cpu_seconds(pid)
+        cpu0 = tree_cpu_seconds(pid)
         memory = MemoryWatch(pid)
         started = time.monotonic()
         apply_all(host, crds, nss + ([bad_ns] if bad else []), bad_ns)
         times = ready_times(host, nss, started)
         peak = memory.finish()
-        cpu = cpu_seconds(pid) - cpu0
+        cpu = tree_cpu_seconds(pid) - cpu0
         result.update(times=times, peak=peak, cpu=cpu, idle_pss=idle_pss)
         label = f"concurrency {concurrency}{' + 1 failing instance' if bad else ''}"
         if len(times) < N:
@@ -175,12 +161,12 @@ def at_rest(host, operator: OperatorProcess, nss: list[str], idle_pss: float) ->
         say("fleet at rest: not measured (runs kept going for 900 s after Ready)")
         return {}
     pss = tree_pss_mib(pid)
-    cpu_a = cpu_seconds(pid)
+    cpu_a = tree_cpu_seconds(pid)
     time.sleep(REST)
-    idle_cpu = cpu_seconds(pid) - cpu_a
+    idle_cpu = tree_cpu_seconds(pid) - cpu_a
     # one fast-path pass per instance: the periodic reconcile's work, triggered now
     before = {ns: set(bi.runs(ns)) for ns in nss}
-    cpu_b = cpu_seconds(pid)
+    cpu_b = tree_cpu_seconds(pid)
     for ns in nss:
         host.kubectl("annotate", "service", bi.TRIGGER_SERVICE, "-n", ns, f"bench/touch={time.time()}",
                      "--overwrite")
@@ -193,7 +179,7 @@ def at_rest(host, operator: OperatorProcess, nss: list[str], idle_pss: float) ->
         say("fleet at rest: the fast-path passes did not all finish within 600 s")
         return {}
     time.sleep(2)
-    pass_cpu = (cpu_seconds(pid) - cpu_b) / len(nss)
+    pass_cpu = (tree_cpu_seconds(pid) - cpu_b) / len(nss)
     per_hour = idle_cpu / REST * 3600 / len(nss) + PERIOD_PASSES_PER_HOUR * pass_cpu
     mcpu = per_hour / 3600 * 1000
     mib = (pss - idle_pss) / len(nss)

@@ -46,7 +46,7 @@ from bench_install import task_spans, task_times  # noqa: E402  (benchmarks/ is 
 
 from support import karmada_e2e  # noqa: E402
 from support.karmada_crds_server import serve  # noqa: E402
-from support.memory import MemoryWatch  # noqa: E402
+from support.memory import MemoryWatch, tree_cpu_seconds  # noqa: E402
 from support.operator_runtime import OperatorProcess  # noqa: E402
 from support.testenv import HACK, host_handle, member_handles, settings  # noqa: E402
 from support.waiting import condition, crds_established  # noqa: E402
@@ -148,6 +148,7 @@ def bench_ours(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess
     PLAY.clear()
     start = time.monotonic()
     memory = MemoryWatch(operator.proc.pid)
+    cpu0 = tree_cpu_seconds(operator.proc.pid)
     set_members(fleet, spec)
     if not wait_until(lambda: members_joined(fleet, len(members)), TIMEOUT, 0.5):
         memory.finish()
@@ -155,6 +156,7 @@ def bench_ours(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess
     elapsed = time.monotonic() - start
     wait_until(lambda: quiet(fleet, 2), 300, 1)  # the run ends after writing status (not timed)
     PLAY["memory"] = memory.finish()
+    PLAY["cpu"] = tree_cpu_seconds(operator.proc.pid) - cpu0
     new = [r for r in fleet.runs() if r.name not in before]
     plays = [s for s in (member_play_seconds(r) for r in new) if s is not None]
     if plays:
@@ -227,6 +229,9 @@ def measure(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess, k
     if "memory" in play:
         say(f"join {n} members  operator peak memory {play['memory']:.0f} MiB (PSS of ansible-operator and every "
             f"process it started, sampled each second, patch to the last run's end)")
+    if "cpu" in play:
+        say(f"join {n} members  operator CPU during the join {play['cpu']:.1f} CPU-s = {play['cpu'] / n:.2f} CPU-s per "
+            "member (utime + stime of ansible-operator and every process it started, patch to the last run's end)")
     set_members(fleet, [])
     if not wait_until(lambda: not fleet.get().get("status", {}).get("members") and not cluster_names(fleet),
                       TIMEOUT, 1):

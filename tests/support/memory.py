@@ -7,9 +7,23 @@ once in the sum, as they do in a pod's memory; RSS would count them once per pro
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from support.sampling import Sampler
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` and every live descendant, with the children each has reaped
+    (cutime + cstime): the CPU a process tree (the operator and what it started) has used."""
+    total = 0
+    for p in [pid, *children(pid)]:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def children(pid: int) -> list[int]:
