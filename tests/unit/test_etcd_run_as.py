@@ -21,6 +21,8 @@ class Storage:
     def get(self, api_version, kind, name, namespace=None):
         if self.error:
             raise self.error
+        # as the API server reads the URL: a name with a slash is a subresource (refused: 403)
+        assert "/" not in name, f"GET {kind} {name}: the API server would take it for a subresource"
         return (self.classes if kind == "StorageClass" else self.drivers).get(name)
 
     def list(self, api_version, kind, namespace=None, **_):

@@ -25,6 +25,7 @@ it has (a first install fails the step, naming what could not be read; the next 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ AUTO = "Auto"
 NON_ROOT, ROOT, ANNOTATION = pod_security.NON_ROOT, pod_security.ROOT, pod_security.RUN_AS_ANNOTATION
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 FSTYPE_PARAMETERS = ("csi.storage.k8s.io/fstype", "fsType", "fstype")
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 class RunAsError(Exception):
@@ -105,7 +107,9 @@ def _claim_decision(kube: Any, storage: Mapping[str, Any], claims: Sequence[Mapp
         sc = defaults[0]
         named = sc["metadata"]["name"]
     provisioner = sc.get("provisioner") or ""
-    driver = kube.get("storage.k8s.io/v1", "CSIDriver", provisioner) if provisioner else None
+    # a CSIDriver's name is a DNS subdomain: an in-tree provisioner (kubernetes.io/host-path) has
+    # none, and its name in a URL would read as a subresource
+    driver = kube.get("storage.k8s.io/v1", "CSIDriver", provisioner) if DNS_SUBDOMAIN.fullmatch(provisioner) else None
     where = f"StorageClass {named} ({provisioner})"
     if driver is None:
         return Decision(ROOT, f"{where} is served by no CSI driver: its volumes (host directories for the "
