@@ -569,7 +569,8 @@ def packageserver_succeeded(timeout: float) -> None:
     APIService was not Available, its discovery check answered 404, while a fresh bed brings it
     up in under a minute. A third of the time, then the diagnostics (printed: each pod's own
     answer and the Service's, kube-proxy's rules for its address) and a fresh start of OLM's
-    side of it (the packageserver pods and olm-operator, which re-installs the APIService), then
+    side of it (the packageserver pods, its Service and olm-operator, which re-creates the
+    Service and re-installs the APIService), then
     the rest; a failure carries the diagnostics."""
     first = min(timeout / 3, 150)
     try:
@@ -578,7 +579,11 @@ def packageserver_succeeded(timeout: float) -> None:
     except RuntimeError:
         print(f"[olm] the packageserver CSV is not Succeeded after {first:.0f}s; restarting the packageserver "
               f"and olm-operator\n" + olm_diagnostics(), file=sys.stderr)
+    # New pod addresses, and a new Service address: olm-operator re-creates the Service (its CSV
+    # owns it) with another ClusterIP, so neither an address a pod had before nor one a Service
+    # had before stands between the API server and the packageserver.
     kubectl("delete", "pods", "-n", OLM_NAMESPACE, "-l", "app=packageserver", "--wait=false", check=False)
+    kubectl("delete", "service", "packageserver-service", "-n", OLM_NAMESPACE, "--wait=false", check=False)
     kubectl("rollout", "restart", "deployment/olm-operator", "-n", OLM_NAMESPACE, check=False)
     try:
         wait(lambda: csv_phase("packageserver", OLM_NAMESPACE) == "Succeeded", timeout - first,
