@@ -14,7 +14,11 @@ fit in 24 GiB, unless BENCH_MEMBERS_LIGHT=0.
       from the patch to status saying N/N joined, every Cluster Ready. Also printed: how long
       the member play itself took inside that reconcile (the ``Join or unjoin`` task, first
       start to last result, from ansible-runner's job events: all members run in parallel),
-      how many reconcile runs it took, and the operator's peak memory.
+      how many reconcile runs it took, and the operator's peak memory. Per member: the
+      registration latency, from the patch to the member's Cluster turning Ready (its Ready
+      condition's ``lastTransitionTime`` in karmada-apiserver), every value and P50/P90/P99
+      against Karmada's published figures and the goal; for the largest size also drawn to
+      docs/images/registration-<N>.svg (benchmarks/plots.py).
    b. All members are removed from spec again and the operator unjoins them.
    c. Theirs: ``karmadactl join`` (built from the pinned Karmada module) once per member, one
       after the other (what a platform team's script does), against the same Karmada; the
@@ -43,6 +47,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from bench_install import task_spans, task_times  # noqa: E402  (benchmarks/ is the script's directory)
+from plots import (  # noqa: E402
+    LATENCIES_LABEL,
+    PERCENTILES,
+    REGISTRATION_GOAL_P99,
+    REGISTRATION_REFERENCE,
+    percentile,
+    registration_svg,
+)
 
 from support import karmada_e2e  # noqa: E402
 from support.karmada_crds_server import serve  # noqa: E402
@@ -73,17 +85,53 @@ def wait_until(predicate, timeout: float, interval: float = 1.0):
     return None
 
 
-def ready_clusters(fleet: karmada_e2e.Deployment) -> set[str]:
+def clusters(fleet: karmada_e2e.Deployment) -> list[dict] | None:
+    """Karmada's Cluster objects, or None when karmada-apiserver does not answer."""
     out = fleet.karmadactl("get", "clusters", "-o", "json", check=False)
-    if out.returncode != 0:
-        return set()
-    return {c["metadata"]["name"] for c in json.loads(out.stdout)["items"]
-            if condition(c, "Ready").get("status") == "True"}
+    return json.loads(out.stdout)["items"] if out.returncode == 0 else None
+
+
+def ready_clusters(fleet: karmada_e2e.Deployment) -> set[str]:
+    return {c["metadata"]["name"] for c in clusters(fleet) or [] if condition(c, "Ready").get("status") == "True"}
 
 
 def cluster_names(fleet: karmada_e2e.Deployment) -> set[str]:
-    out = fleet.karmadactl("get", "clusters", "-o", "json", check=False)
-    return {c["metadata"]["name"] for c in json.loads(out.stdout)["items"]} if out.returncode == 0 else {"?"}
+    items = clusters(fleet)
+    return {c["metadata"]["name"] for c in items} if items is not None else {"?"}
+
+
+def registration_latencies(items: list[dict], patched_at: float) -> dict[str, float]:
+    """Per Cluster Ready: seconds from the spec patch (``time.time()`` as it was sent) to its Ready
+    condition's ``lastTransitionTime``, which karmada-controller-manager sets on this machine's
+    clock. That timestamp has 1 s resolution (RFC 3339, fractions dropped), so each figure is up
+    to 1 s short of the true one; one that comes out below 0 counts as 0."""
+    out = {}
+    for c in items:
+        ready = condition(c, "Ready")
+        if ready.get("status") == "True" and ready.get("lastTransitionTime"):
+            at = datetime.fromisoformat(ready["lastTransitionTime"]).timestamp()
+            out[c["metadata"]["name"]] = max(0.0, at - patched_at)
+    return out
+
+
+def registration_report(n: int, latencies: list[float]) -> list[str]:
+    """The lines the bench prints: every member's latency (plots.py reads them back from
+    benchmarks/results.md), then P50/P90/P99 (nearest rank) with Karmada's reference figures and
+    the goal for P99, each as a ratio ours/theirs."""
+    values = sorted(latencies)
+    ours = {name: percentile(values, q) for name, q in PERCENTILES.items()}
+    p99 = ours["P99"]
+    return [
+        f"join {n} members  {LATENCIES_LABEL}, s (spec patch to each Cluster's Ready lastTransitionTime, "
+        f"1 s resolution): {' '.join(f'{v:.1f}' for v in values)}",
+        f"join {n} members  registration latency over {len(values)} members (nearest rank): "
+        + ", ".join(f"{name} {secs:.1f} s" for name, secs in ours.items())
+        + "; Karmada's reference " + " / ".join(f"{name} {secs:.1f} s" for name, secs in REGISTRATION_REFERENCE.items())
+        + ": ratio ours/reference " + " / ".join(f"{ours[name] / secs:.2f}x" for name, secs in
+                                                 REGISTRATION_REFERENCE.items())
+        + f"; goal P99 <= {REGISTRATION_GOAL_P99:.0f} s: ratio P99/goal {p99 / REGISTRATION_GOAL_P99:.2f}x "
+          f"({'meets' if p99 <= REGISTRATION_GOAL_P99 else 'misses'})",
+    ]
 
 
 def members_joined(fleet: karmada_e2e.Deployment, count: int) -> bool:
@@ -149,6 +197,7 @@ def bench_ours(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess
     start = time.monotonic()
     memory = MemoryWatch(operator.proc.pid)
     cpu0 = tree_cpu_seconds(operator.proc.pid)
+    patched_at = time.time()
     set_members(fleet, spec)
     if not wait_until(lambda: members_joined(fleet, len(members)), TIMEOUT, 0.5):
         memory.finish()
@@ -174,6 +223,10 @@ def bench_ours(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess
               if plays else f"{len(new)} reconcile run(s)")
     if ready_clusters(fleet) != {m.name for m in members}:
         return None, f"status says joined but Karmada's Clusters are {sorted(ready_clusters(fleet))}"
+    names = {m.name for m in members}
+    # At the 0.1 s printed, so docs/images/registration-<N>.svg drawn again from results.md is the same file.
+    PLAY["latencies"] = [round(secs, 1) for name, secs in
+                         registration_latencies(clusters(fleet) or [], patched_at).items() if name in names]
     return elapsed, detail
 
 
@@ -226,6 +279,11 @@ def measure(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess, k
     if play.get("steps"):
         say(f"join {n} members  ours: each member's join by step, median/max over the members: "
             + "; ".join(f"{step} {med:.1f}/{top:.1f} s" for step, med, top in play["steps"]))
+    if play.get("latencies"):
+        for line in registration_report(n, play["latencies"]):
+            say(line)
+        if n == SIZES[-1]:
+            draw_registration(n, play["latencies"])
     if "memory" in play:
         say(f"join {n} members  operator peak memory {play['memory']:.0f} MiB (PSS of ansible-operator and every "
             f"process it started, sampled each second, patch to the last run's end)")
@@ -250,6 +308,16 @@ def measure(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess, k
             say(f"join {n} members  ratio karmadactl loop/ours, member join work only: "
                 f"{theirs[0] / play['seconds']:.2f}x (member play {play['seconds']:.1f} s)")
     return wait_until(lambda: not cluster_names(fleet), 600, 2) is not None
+
+
+def draw_registration(n: int, latencies: list[float]) -> None:
+    """docs/images/registration-<n>.svg; without matplotlib (requirements-dev.txt) a line says so."""
+    try:
+        path = registration_svg(latencies, ROOT / "docs" / "images" / f"registration-{n}.svg")
+    except ImportError as exc:
+        say(f"join {n} members  registration latency not drawn ({exc}; pip install -r requirements-dev.txt)")
+        return
+    say(f"join {n} members  registration latency drawn: {path.relative_to(ROOT)}")
 
 
 def main() -> int:

@@ -83,12 +83,17 @@ def fit(pts: Sequence[Point]) -> Fit:
     return Fit(my - slope * mx, 1 / slope)
 
 
+def settings(pts: Sequence[Point]) -> dict[tuple[int, bool], list[Point]]:
+    """The points per setting (nodes per member, gate off), each size of each run once, smallest first."""
+    out: dict[tuple[int, bool], dict[tuple, Point]] = {}
+    for p in pts:
+        out.setdefault((p.nodes, p.gate_off), {})[(p.evicted, p.seconds, p.run)] = p
+    return {key: sorted(group.values(), key=lambda p: p.evicted) for key, group in sorted(out.items())}
+
+
 def report(pts: Sequence[Point]) -> list[str]:
     out = []
-    settings = sorted({(p.nodes, p.gate_off) for p in pts})
-    for nodes, gate_off in settings:
-        group = sorted({(p.evicted, p.seconds, p.run): p for p in pts
-                        if (p.nodes, p.gate_off) == (nodes, gate_off)}.values(), key=lambda p: p.evicted)
+    for (nodes, gate_off), group in settings(pts).items():
         if len(group) < 3:
             continue
         model = fit(group)
