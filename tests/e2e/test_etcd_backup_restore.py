@@ -46,6 +46,8 @@ NAME = "vault"
 TARGET_NS = "restore-e2e"
 TARGET = "vault2"
 AT_REVISION = "vault3"  # a second new site, restored to a revision in the middle of the writer's run
+STORE_PV = "backup-e2e-store"  # the backup volume (a local volume)
+AT_REVISION_PV = "restore-e2e-vault3-etcd"  # vault3's etcd volume (a local volume: etcd runs as 65532)
 ETCD_PODS = f"app.kubernetes.io/name=etcd,app.kubernetes.io/instance={NAME}"  # the source's etcd pods and claims
 API = "operator.karmada.io/v1alpha1"
 BUMP = 1_000_000_000
@@ -83,8 +85,30 @@ class Env:
 
     def volume_dir(self, claim: str) -> Path:
         pvc = self.host.get("pvc", claim, "-n", NS)
-        pv = self.host.get("pv", pvc["spec"]["volumeName"])
-        return Path(pv["spec"]["hostPath"]["path"])
+        pv = self.host.get("pv", pvc["spec"]["volumeName"])["spec"]
+        return Path((pv.get("local") or pv.get("hostPath"))["path"])
+
+
+def local_volume(name: str, path: Path, namespace: str, claim: str, cls: str = "") -> dict:
+    """A PersistentVolume of type ``local`` on the bed's node, bound ahead to ``claim``: the
+    volume type the kubelet hands to a pod's group (fsGroup), unlike the bed's host-path class."""
+    path.mkdir(parents=True, exist_ok=True)
+    node = {"key": "kubernetes.io/hostname", "operator": "In", "values": [settings()["KO_NODE_NAME"]]}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "persistentVolumeReclaimPolicy": "Retain", "storageClassName": cls,
+                     "local": {"path": str(path)},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [node]}]}},
+                     "claimRef": {"namespace": namespace, "name": claim}}}
+
+
+def file_owners(root: Path) -> dict[int, int]:
+    """How many files under ``root`` each user id owns (the kernel's word on who wrote them)."""
+    out: dict[int, int] = {}
+    for p in root.rglob("*"):
+        if p.is_file():
+            out[p.stat().st_uid] = out.get(p.stat().st_uid, 0) + 1
+    return out
 
 
 def backup_runs(name: str) -> set[str]:
@@ -138,7 +162,8 @@ def remove_what_the_tests_made(host_cluster: HostCluster) -> None:
     for ns in (NS, TARGET_NS):
         karmada_e2e.delete_karmada(host_cluster, ns, timeout=600)
     host_cluster.kubectl("delete", "namespace", NS, TARGET_NS, "--timeout=300s", check=False, timeout=330)
-    host_cluster.kubectl("delete", "pv", "restore-e2e-backups", "--ignore-not-found", check=False)
+    host_cluster.kubectl("delete", "pv", "restore-e2e-backups", STORE_PV, AT_REVISION_PV, "--ignore-not-found",
+                         check=False)
 
 
 @pytest.fixture(scope="module")
@@ -176,9 +201,11 @@ def env(host_cluster: HostCluster, member_clusters: list[MemberCluster], bin_pat
         e.apply(cr)
         e.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-credentials", "namespace": NS},
                  "stringData": {"accessKeyID": s3.access_key, "secretAccessKey": s3.secret_key}})
+        # the backup volume: a local volume, which the backup Jobs to it get as their group
+        e.apply(local_volume(STORE_PV, work / "backup-store", NS, "etcd-backups"))
         e.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                  "metadata": {"name": "etcd-backups", "namespace": NS},
-                 "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "cephfs",
+                 "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": STORE_PV,
                           "resources": {"requests": {"storage": "1Gi"}}}})
         fleet.wait_for(lambda: members_ready(fleet.get(), 2), 1500, "Karmada Ready with 2 members")
         # Something to back up: bookinfo on both members, and some ConfigMaps.
@@ -240,25 +267,29 @@ def test_on_demand_backups_to_a_volume_and_to_s3_hold_what_status_says(env: Env)
     body = env.s3.client().get_object(Bucket=bucket, Key=key)["Body"].read()
     assert (hashlib.sha256(body).hexdigest(), len(body)) == (last["sha256"], last["sizeBytes"])
 
-    # Who ran them: the S3 Job's pod ran as 65532 (the kubelet refuses to start a runAsNonRoot
-    # container as root) and the host's admission takes it under "restricted"; the volume's ran as
-    # root (the store may be a host directory), failing only that check (backup/pod.py).
+    # Who ran them: both Jobs' pods ran as 65532 (the kubelet refuses to start a runAsNonRoot
+    # container as root) and the host's admission takes them under "restricted": the S3 one writes
+    # only its staging emptyDir, the volume's writes a local volume, which the kubelet gives to the
+    # pod's group (backup/pod.py, etcd/run_as.py claim_decision; the reason on the pod).
     def job_pods(name: str) -> list[dict]:
         return env.host.get("pods", "-n", NS, "-l", f"operator.karmada.io/etcd-backup={name}")["items"]
 
     s3_pods, vol_pods = job_pods("to-s3"), job_pods("to-volume")
-    assert s3_pods and all(p["status"]["phase"] == "Succeeded" and p["spec"]["securityContext"]["runAsUser"] == 65532
-                           for p in s3_pods), [p["status"]["phase"] for p in s3_pods]
-    assert set(pod_security.restricted_verdicts(env.host, s3_pods).values()) == {""}
-    refused = set(pod_security.restricted_verdicts(env.host, vol_pods).values())
-    assert len(refused) == 1 and refused.pop().split('restricted:latest": ', 1)[1].startswith("runAsNonRoot != true")
+    for pods in (s3_pods, vol_pods):
+        assert pods and all(p["status"]["phase"] == "Succeeded" and p["spec"]["securityContext"]["runAsUser"] == 65532
+                            for p in pods), [p["status"]["phase"] for p in pods]
+        assert set(pod_security.restricted_verdicts(env.host, pods).values()) == {""}
+    why = {p["metadata"]["annotations"].get("operator.karmada.io/run-as") for p in vol_pods}
+    assert why == {f"NonRoot: PersistentVolume {STORE_PV} is a local volume, which the kubelet gives to group "
+                   "65532 (fsGroup)"}, why
 
-    # The file on the volume (the PV's directory on the node) likewise.
+    # The file on the volume (the PV's directory on the node) likewise, written by user 65532.
     last = vol["status"]["lastSuccessfulBackup"]
     path = env.volume_dir("etcd-backups") / "karmada/dc1" / last["name"]
     data = path.read_bytes()
     assert (hashlib.sha256(data).hexdigest(), len(data)) == (last["sha256"], last["sizeBytes"])
     assert last["location"] == f"pvc://etcd-backups/karmada/dc1/{last['name']}"
+    assert path.stat().st_uid == 65532, path.stat()
 
     # An on-demand backup is one backup: a later pass (the periodic one, reconcilePeriod 1m) takes
     # no second one. Waited for as a pass of the runtime that started after the Succeeded was read.
@@ -668,7 +699,14 @@ def test_restore_into_a_new_karmada_brings_back_every_key_and_the_members_work_t
         "location": f"s3://{bucket}/move", "backupName": "for-restore", "revision": mid,
         "s3": {"endpoint": env.s3.endpoint, "region": "us-east-1", "forcePathStyle": True,
                "credentialsSecretRef": {"name": "s3-credentials"}}}, pki={"secretRef": {"name": "source-pki"}}))
-    env.apply(target_cr(env, AT_REVISION))
+    # its etcd on a local volume, as user 65532 (runAs NonRoot: a static local volume takes fsGroup,
+    # its class does not show it); the restore's Jobs then run as 65532 too
+    env.apply(local_volume(AT_REVISION_PV, tmp_path / "vault3-etcd", TARGET_NS, f"data-{AT_REVISION}-etcd-0",
+                           cls="local-e2e"))
+    at_revision = target_cr(env, AT_REVISION)
+    at_revision["spec"]["etcd"]["local"].update(runAs="NonRoot", storage={
+        "type": "PersistentVolumeClaim", "size": "1Gi", "storageClassName": "local-e2e"})
+    env.apply(at_revision)
     done = wait_for(lambda: (lambda r: r if r.get("status", {}).get("phase") in ("Succeeded", "Failed") else None)(
         env.host.get("etcdrestore", "move", "-n", TARGET_NS)), 1200, "the restore to finish", env.operator.log_tail,
         interval=5)
@@ -731,6 +769,19 @@ def test_restore_into_a_new_karmada_brings_back_every_key_and_the_members_work_t
     assert sum(k.startswith(b"/registry/configmaps/default/after-full-") for k in got) >= 100
     problems_r, _ = compare_keys(snapshot_r, restored_etcd_keys(env.host, AT_REVISION), MAY_DIFFER)
     assert not problems_r, problems_r[:20]
+    # Who wrote it: the restore's Jobs (the point's, to S3, and the member's, into etcd's local
+    # volume) ran as 65532 under "restricted", every file on the volume is 65532's (a root Job's
+    # restored database and WAL would be root's), and the restored etcd process runs as 65532.
+    restore_pods = env.host.get("pods", "-n", TARGET_NS, "-l", "operator.karmada.io/etcd-restore=to-revision")["items"]
+    assert len(restore_pods) == 2 and all(p["spec"]["securityContext"]["runAsUser"] == 65532 for p in restore_pods)
+    assert set(pod_security.restricted_verdicts(env.host, restore_pods).values()) == {""}
+    owners = file_owners(tmp_path / "vault3-etcd")
+    print(f"restore to revision R on a local volume: files by owner {owners}")
+    assert list(owners) == [65532], owners
+    kd_r = env.host.get("karmadadeployment", AT_REVISION, "-n", TARGET_NS)
+    users = pod_security.process_users("/usr/local/bin/etcd",
+                                       f"--initial-cluster-token={AT_REVISION}-{kd_r['metadata']['uid']}")
+    assert list(users.values()) == [65532], users
     # it has no members of its own: deleting it unjoins nothing
     env.host.kubectl("delete", "karmadadeployment", AT_REVISION, "-n", TARGET_NS, "--wait=false")
     env.host.kubectl("delete", "etcdrestore", "to-revision", "-n", TARGET_NS, "--wait=false")
@@ -838,15 +889,10 @@ def test_a_flipped_byte_fails_the_restore_before_any_etcd_member_exists(env: Env
     sidecar = (vol / f"{src['name']}.meta.json").read_text().replace(src["name"], "flipped.db")
     (vol / "flipped.db.meta.json").write_text(sidecar)
     # The restore reads the volume from the target's namespace: give it a claim on the same directory.
-    pv = env.host.get("pv", env.host.get("pvc", "etcd-backups", "-n", NS)["spec"]["volumeName"])
-    env.apply({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "restore-e2e-backups"},
-               "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
-                        "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
-                        "hostPath": {"path": pv["spec"]["hostPath"]["path"]},
-                        "claimRef": {"namespace": TARGET_NS, "name": "etcd-backups"}}})
+    env.apply(local_volume("restore-e2e-backups", env.volume_dir("etcd-backups"), TARGET_NS, "etcd-backups"))
     env.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                "metadata": {"name": "etcd-backups", "namespace": TARGET_NS},
-               "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": "restore-e2e-backups",
+               "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": "restore-e2e-backups",
                         "resources": {"requests": {"storage": "1Gi"}}}})
     env.apply(restore_cr("flipped", "broken", {"location": "pvc://etcd-backups/karmada/dc1/flipped.db"}))
     env.apply(target_cr(env, "broken"))

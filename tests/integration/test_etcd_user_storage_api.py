@@ -54,3 +54,40 @@ def test_the_user_follows_the_real_storage_objects(server):
         assert blocks.user == "NonRoot" and "ReadWriteOnceWithFSType and file system ext4" in blocks.reason, blocks
         missing = run_as.decide(kube, etcd("nowhere"))
         assert missing.user == "Root" and missing.reason.startswith("StorageClass nowhere not found")
+
+
+def test_a_backup_stores_claim_decides_by_the_real_persistent_volume(server):
+    """Backup and restore pods that write a claim someone made run as its PersistentVolume
+    allows (etcd/run_as.py claim_decision): the claims are bound ahead by ``volumeName`` (no
+    controller runs here; the operator reads only ``spec.volumeName``)."""
+    node = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-1"]}]}]}}
+    sources = {"local": {"local": {"path": "/srv/backups"}, "nodeAffinity": node},
+               "host": {"hostPath": {"path": "/srv/backups"}},
+               "files": {"csi": {"driver": "file.csi.example.com", "volumeHandle": "vol-1"}},
+               "blocks": {"csi": {"driver": "block.csi.example.com", "volumeHandle": "vol-2"}}}
+    objs = []
+    for name, source in sources.items():
+        objs.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"store-{name}"},
+                     "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                              "storageClassName": "", **source}})
+        objs.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                     "metadata": {"name": f"backups-{name}", "namespace": "default"},
+                     "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": f"store-{name}",
+                              "resources": {"requests": {"storage": "1Gi"}}}})
+    objs.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                 "metadata": {"name": "backups-by-class", "namespace": "default"},
+                 "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "files",
+                          "resources": {"requests": {"storage": "1Gi"}}}})
+    server.kubectl("apply", "-f", "-", input_text="\n".join(json.dumps(o) for o in objs))
+    with Kube.default(str(server.kubeconfig)) as kube:
+        users = {name: run_as.claim_decision(kube, "default", f"backups-{name}")
+                 for name in (*sources, "by-class", "nowhere")}
+    assert {name: d.user for name, d in users.items()} == {
+        "local": "NonRoot", "host": "Root", "files": "NonRoot", "blocks": "Root", "by-class": "NonRoot",
+        "nowhere": "Root"}, users
+    assert users["local"].reason == "PersistentVolume store-local is a local volume, which the kubelet gives to " \
+                                    "group 65532 (fsGroup)"
+    assert users["host"].reason.startswith("PersistentVolume store-host is a hostPath volume")
+    assert "names no file system type" in users["blocks"].reason, users["blocks"]
+    assert users["by-class"].reason.startswith("StorageClass files (file.csi.example.com)")

@@ -106,6 +106,16 @@ def test_the_job_mounts_its_member_volume_and_the_store_read_only():
     assert member_plan["snapshot"]["sha256"] == "b" * 64 and member_plan["member"]["name"] == "dc2-etcd-0"
     assert pod["containers"][0]["command"] == ["python3", "-m", "karmada_operator.backup.restore_job"]
     assert env["PYTHONPATH"] == "/opt/ansible/plugins/module_utils"
+    # no decision in the plan: root (it can write whatever volume), every capability dropped
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert pod["containers"][0]["securityContext"]["runAsUser"] == 0
+    # decided: 65532 with the volumes' group, and the reason on the pod
+    decided = {**plan, "runAs": {"members": {"user": "NonRoot", "reason": "etcd's volumes: why"}}}
+    pod = er.job_manifest(decided, plan["members"][0], "example/op:1")["spec"]["template"]
+    assert pod["spec"]["securityContext"]["runAsUser"] == 65532
+    assert pod["spec"]["securityContext"]["fsGroupChangePolicy"] == "Always"
+    assert pod["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] is False
+    assert pod["metadata"]["annotations"]["operator.karmada.io/run-as"] == "NonRoot: etcd's volumes: why"
 
 
 @pytest.mark.parametrize(("etcd", "reason"), [

@@ -11,11 +11,13 @@ from karmada_operator.kube.client import KubeError
 
 
 class Storage:
-    """StorageClasses and CSIDrivers by name (what decide reads); ``error`` fails every read."""
+    """StorageClasses, CSIDrivers, claims and volumes by name (what decide reads); ``error`` fails every read."""
 
-    def __init__(self, classes=(), drivers=(), error: KubeError | None = None):
+    def __init__(self, classes=(), drivers=(), error: KubeError | None = None, claims=(), volumes=()):
         self.classes = {c["metadata"]["name"]: c for c in classes}
         self.drivers = {d["metadata"]["name"]: d for d in drivers}
+        self.claims = {c["metadata"]["name"]: c for c in claims}
+        self.volumes = {v["metadata"]["name"]: v for v in volumes}
         self.error = error
 
     def get(self, api_version, kind, name, namespace=None):
@@ -23,7 +25,8 @@ class Storage:
             raise self.error
         # as the API server reads the URL: a name with a slash is a subresource (refused: 403)
         assert "/" not in name, f"GET {kind} {name}: the API server would take it for a subresource"
-        return (self.classes if kind == "StorageClass" else self.drivers).get(name)
+        return {"StorageClass": self.classes, "CSIDriver": self.drivers, "PersistentVolumeClaim": self.claims,
+                "PersistentVolume": self.volumes}[kind].get(name)
 
     def list(self, api_version, kind, namespace=None, **_):
         if self.error:
@@ -102,3 +105,99 @@ def test_status_reads_the_user_from_the_pods_that_run():
     assert pod_security.run_as_observed([pod(False)]) == {"user": "Root", "reason": "r"}
     assert pod_security.run_as_observed([pod(True), pod(False)])["user"] == "Mixed"  # a change rolling
     assert pod_security.run_as_observed([]) == {}
+
+
+# ---- the pods that write a volume someone else made: backup Jobs and the follower, restore Jobs
+
+
+def claim(name, volume="", cls=None):
+    spec = {"volumeName": volume} if volume else {}
+    if cls is not None:
+        spec["storageClassName"] = cls
+    return {"metadata": {"name": name, "namespace": "ns"}, "spec": spec}
+
+
+def pv(name, **source):
+    return {"metadata": {"name": name}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                                 "storageClassName": "", **source}}
+
+
+def test_a_claims_volume_decides_by_the_persistent_volume_it_is_bound_to():
+    local = Storage(claims=[claim("backups", "pv-1")], volumes=[pv("pv-1", local={"path": "/srv/b"})])
+    d = run_as.claim_decision(local, "ns", "backups")
+    assert d == run_as.Decision("NonRoot", "PersistentVolume pv-1 is a local volume, which the kubelet gives to "
+                                           "group 65532 (fsGroup)")
+    host = Storage(claims=[claim("backups", "pv-1")], volumes=[pv("pv-1", hostPath={"path": "/srv/b"})])
+    assert run_as.claim_decision(host, "ns", "backups") == run_as.Decision(
+        "Root", "PersistentVolume pv-1 is a hostPath volume, which the kubelet does not hand to another user")
+    nfs = Storage(claims=[claim("backups", "pv-1")], volumes=[pv("pv-1", nfs={"server": "s", "path": "/"})])
+    assert run_as.claim_decision(nfs, "ns", "backups").reason.endswith("is a nfs volume, which the kubelet does not "
+                                                                        "hand to another user")
+    csi = Storage(drivers=[driver("f.csi", "File")], claims=[claim("backups", "pv-1")],
+                  volumes=[pv("pv-1", csi={"driver": "f.csi", "volumeHandle": "h"})])
+    assert run_as.claim_decision(csi, "ns", "backups").user == "NonRoot"
+    block = Storage(drivers=[driver("b.csi")], claims=[claim("backups", "pv-1")],
+                    volumes=[pv("pv-1", csi={"driver": "b.csi", "volumeHandle": "h"})])
+    assert run_as.claim_decision(block, "ns", "backups").user == "Root"
+    block.volumes["pv-1"]["spec"]["csi"]["fsType"] = "xfs"
+    assert "file system xfs" in run_as.claim_decision(block, "ns", "backups").reason
+
+
+def test_an_unbound_claim_decides_by_its_class_and_a_missing_one_leaves_root():
+    files = Storage([sc("files", "f.csi")], [driver("f.csi", "File")], claims=[claim("backups", cls="files")])
+    assert run_as.claim_decision(files, "ns", "backups").user == "NonRoot"
+    static = Storage(claims=[claim("backups", cls="")])
+    assert run_as.claim_decision(static, "ns", "backups").reason.startswith("PersistentVolumeClaim backups is not "
+                                                                             "bound and names no class")
+    assert run_as.claim_decision(Storage(), "ns", "gone") == run_as.Decision(
+        "Root", "PersistentVolumeClaim gone not found")
+
+
+def test_backup_pods_to_a_volume_run_as_the_volume_allows():
+    from karmada_operator.backup import pod as eb_pod
+
+    plan = {"storage": {"type": "pvc", "claimName": "backups"}}
+    local = Storage(claims=[claim("backups", "pv-1")], volumes=[pv("pv-1", local={"path": "/srv/b"})])
+    decided = eb_pod.with_user(local, plan, "ns")
+    pod_ctx, container_ctx = eb_pod.security_contexts(decided)
+    assert pod_ctx == {**pod_security.pod(), "fsGroupChangePolicy": "Always"}  # root's older files too
+    assert container_ctx == pod_security.container()
+    assert eb_pod.pod_annotations(decided)[pod_security.RUN_AS_ANNOTATION].startswith("NonRoot: PersistentVolume pv-1")
+    host = Storage(claims=[claim("backups", "pv-1")], volumes=[pv("pv-1", hostPath={"path": "/srv/b"})])
+    pod_ctx, container_ctx = eb_pod.security_contexts(eb_pod.with_user(host, plan, "ns"))
+    assert pod_ctx == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert container_ctx["runAsUser"] == 0 and container_ctx["capabilities"] == {"drop": ["ALL"]}
+    s3 = {"storage": {"type": "s3"}}
+    assert eb_pod.with_user(Storage(error=KubeError(500, "x", "never read")), s3, "ns") == s3
+    assert eb_pod.security_contexts(s3) == (pod_security.pod(), pod_security.container())
+    assert eb_pod.pod_annotations(s3) == {}
+
+
+def restore_plan(store, target_run_as="Auto", target_class="standard"):
+    return {"restore": {"namespace": "ns"}, "storage": store,
+            "target": {"runAs": target_run_as, "storage": {"type": "PersistentVolumeClaim",
+                                                           "storageClassName": target_class}}}
+
+
+def test_restore_jobs_run_as_65532_only_where_etcds_volume_and_the_store_both_allow():
+    from karmada_operator.backup import restore as er
+
+    s3 = {"type": "s3"}
+    volume = {"type": "pvc", "claimName": "backups"}
+    bed = [sc("standard", "kubernetes.io/host-path", default=True)]
+    local_store = dict(claims=[claim("backups", "pv-1")], volumes=[pv("pv-1", local={"path": "/srv/b"})])
+    host_store = dict(claims=[claim("backups", "pv-1")], volumes=[pv("pv-1", hostPath={"path": "/srv/b"})])
+
+    users = er.with_users(Storage(bed), restore_plan(s3, "NonRoot"))["runAs"]
+    assert users["members"] == {"user": "NonRoot", "reason": "etcd's volumes: spec.etcd.local.runAs is NonRoot"}
+    assert users["point"]["user"] == "NonRoot"
+    users = er.with_users(Storage(bed), restore_plan(s3))["runAs"]  # the bed's host directories
+    assert users["members"]["user"] == "Root" and users["members"]["reason"].startswith(
+        "etcd's volumes: StorageClass standard (kubernetes.io/host-path)")
+    users = er.with_users(Storage(bed, **host_store), restore_plan(volume, "NonRoot"))["runAs"]
+    assert users["members"]["user"] == "Root" and users["members"]["reason"].startswith("the store: ")
+    assert users["point"]["user"] == "Root"
+    users = er.with_users(Storage(bed, **local_store), restore_plan(volume, "NonRoot"))["runAs"]
+    assert users["members"]["user"] == users["point"]["user"] == "NonRoot"
+    unread = er.with_users(Storage(error=KubeError(403, "Forbidden", "no")), restore_plan(s3))["runAs"]
+    assert unread["members"]["user"] == "Root" and "could not be read" in unread["members"]["reason"]

@@ -61,7 +61,7 @@ def deployment_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str,
             "selector": {"matchLabels": {eb_pod.LABEL_BACKUP: backup["name"],
                                          "app.kubernetes.io/component": "continuous-backup"}},
             "template": {
-                "metadata": {"labels": labels, "annotations": {ANN_PLAN_HASH: digest}},
+                "metadata": {"labels": labels, "annotations": {ANN_PLAN_HASH: digest, **eb_pod.pod_annotations(plan)}},
                 "spec": {"automountServiceAccountToken": False, "enableServiceLinks": False,
                          "terminationGracePeriodSeconds": 60,  # SIGTERM: the follower writes what it holds
                          "containers": [container], "volumes": volumes,

@@ -37,9 +37,11 @@ from karmada_operator.backup.pod import (
     KIND,
     LABEL_BACKUP,
     last_json_line,
+    pod_annotations,
     pod_labels,
     pod_parts,
     security_contexts,
+    with_user,
 )
 from karmada_operator.etcd import lease as eb_lease
 from karmada_operator.kube import conditions as k8s_conditions
@@ -90,7 +92,7 @@ def job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, Any] |
             "activeDeadlineSeconds": eb_lease.LEASE_DURATION_SECONDS - 60,  # ends before its lock expires
             "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": {"labels": labels, **({"annotations": a} if (a := pod_annotations(plan)) else {})},
                 "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
                          "enableServiceLinks": False, "containers": [container], "volumes": volumes,
                          "securityContext": security_contexts(plan)[0]},
@@ -366,7 +368,8 @@ class BackupReconciler:
             if missing is not None:
                 return missing
         suspend = bool(self.spec.get("suspend"))
-        want = eb_continuous.deployment_manifest(eb_continuous.follower_plan(plan), self.image,
+        want = eb_continuous.deployment_manifest(eb_continuous.follower_plan(with_user(self.kube, plan, self.ns)),
+                                                 self.image,
                                                  None if self.creator else self.backup, self.pull_policy, suspend)
         events = []
         if existing is None:
@@ -487,7 +490,8 @@ class BackupReconciler:
             until = f" until {eb_plan.rfc3339(lock.expires)}" if lock.expires else ""
             return self._pending("WaitingForLock", f"another backup or a defragmentation of this etcd is running "
                                                    f"({lock.holder}{until})")
-        job = job_manifest(plan, self.image, None if self.creator else self.backup, self.pull_policy)
+        job = job_manifest(with_user(self.kube, plan, self.ns), self.image, None if self.creator else self.backup,
+                           self.pull_policy)
         try:
             (self.creator or self.kube).create(job)
         except KubeError as exc:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from karmada_operator.backup import plan as eb_plan
+from karmada_operator.etcd import run_as
 from karmada_operator.kube import ownership, pod_security
 
 API_VERSION = "operator.karmada.io/v1alpha1"
@@ -77,16 +78,32 @@ def last_json_line(log: str, key: str) -> dict[str, Any] | None:
     return None
 
 
+def with_user(kube: Any, plan: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    """The plan with the user its pods run as when they write a volume (``storage.runAs``: user
+    and reason): 65532 where the claim's volume takes fsGroup, root where it does not
+    (etcd/run_as.py ``claim_decision``). To S3 nothing is written but the staging emptyDir:
+    always 65532, the plan unchanged."""
+    if plan["storage"]["type"] != "pvc":
+        return dict(plan)
+    decided = run_as.claim_decision(kube, namespace, plan["storage"]["claimName"])
+    return {**plan, "storage": {**plan["storage"], "runAs": {"user": decided.user, "reason": decided.reason}}}
+
+
 def security_contexts(plan: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The pod's and the container's securityContext of a backup pod (a Job, the follower).
 
     To S3 the pod writes nothing but its staging emptyDir and reads Secrets: Pod Security
     "restricted", user 65532, the volumes given to its group (fsGroup). To a volume (a PVC the
-    user made) it runs as root with every capability dropped and the rest of "restricted": the
-    store may be a host directory (the host-path and local-path provisioners; NFS), which only
-    its owner, root, can write (docs/security.md)."""
-    if plan["storage"]["type"] != "pvc":
+    user made) as :func:`with_user` decided: 65532 with the volume's group where the volume takes
+    fsGroup, else root with every capability dropped and the rest of "restricted" (a host
+    directory, an NFS export: only its owner, root, can write it; docs/security.md)."""
+    storage = plan["storage"]
+    if storage["type"] != "pvc":
         return pod_security.pod(), pod_security.container()
-    return ({"seccompProfile": {"type": "RuntimeDefault"}},
-            {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
-             "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True})
+    return pod_security.volume_writer((storage.get("runAs") or {}).get("user") == pod_security.NON_ROOT)
+
+
+def pod_annotations(plan: Mapping[str, Any]) -> dict[str, str]:
+    """The user a pod that writes a volume runs as, and why (as on etcd's pods)."""
+    user = plan["storage"].get("runAs") or {}
+    return {pod_security.RUN_AS_ANNOTATION: f"{user['user']}: {user['reason']}"} if user else {}

@@ -29,8 +29,9 @@ from urllib.parse import urlsplit
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.backup import runner as eb_runner
 from karmada_operator.backup.restore_plan import RestorePlanError, plan_restore
-from karmada_operator.kube import ownership
-from karmada_operator.kube.client import owner_reference
+from karmada_operator.etcd import run_as
+from karmada_operator.kube import ownership, pod_security
+from karmada_operator.kube.client import KubeError, owner_reference
 from karmada_operator.plan import plan as karmada_plan
 
 API_VERSION = "operator.karmada.io/v1alpha1"
@@ -203,7 +204,7 @@ def restore_plan(restore: Mapping[str, Any], target: Mapping[str, Any] | None,
         "restore": {"namespace": ns, "name": name, "uid": meta.get("uid") or ""},
         "target": {"name": kplan["name"], "uid": tmeta.get("uid") or "", "statefulSet": kplan["names"]["etcd"],
                    "pkiSecret": kplan["names"]["pkiSecret"], "labels": labels,
-                   "storage": etcd["storage"], "replicas": etcd["replicas"]},
+                   "storage": etcd["storage"], "replicas": etcd["replicas"], "runAs": etcd["runAs"]},
         "snapshot": {"name": source["snapshot"], "sha256": source.get("sha256") or "",
                      "location": source.get("location") or "", "path": snapshot_path},
         **({"point": dict(source["point"]), "pointJob": point_job_name(name)} if source.get("point") else {}),
@@ -212,6 +213,32 @@ def restore_plan(restore: Mapping[str, Any], target: Mapping[str, Any] | None,
         "clusterToken": rplan.cluster_token,
         "members": out_members,
     }
+
+
+def with_users(kube: Any, plan: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan with the users its Jobs run as (``runAs``: ``members`` and ``point``, each a user
+    and a reason). A member's Job writes the new etcd member's volume and reads the store: 65532
+    when etcd will run as 65532 on that volume (etcd/run_as.py, as the StatefulSet will decide)
+    and the store, if a volume, takes fsGroup too; else root. The point's Job writes only the
+    store. What cannot be read leaves root, which can write either (the files become etcd's group
+    when a non-root etcd starts: fsGroupChangePolicy Always)."""
+    try:
+        store = (run_as.claim_decision(kube, plan["restore"]["namespace"], plan["storage"]["claimName"])
+                 if plan["storage"]["type"] == "pvc" else None)
+        target = run_as.decide(kube, {"runAs": plan["target"].get("runAs"), "storage": plan["target"]["storage"]})
+    except (run_as.RunAsError, KubeError) as exc:
+        unknown = {"user": pod_security.ROOT, "reason": f"whether the volumes take fsGroup could not be read: {exc}"}
+        return {**plan, "runAs": {"members": unknown, "point": unknown}}
+    store_text = f"; the store: {store.reason}" if store else ""
+    if target.user == pod_security.ROOT:
+        members = {"user": pod_security.ROOT, "reason": f"etcd's volumes: {target.reason}"}
+    elif store and store.user == pod_security.ROOT:
+        members = {"user": pod_security.ROOT, "reason": f"the store: {store.reason}"}
+    else:
+        members = {"user": pod_security.NON_ROOT, "reason": f"etcd's volumes: {target.reason}{store_text}"}
+    point = ({"user": store.user, "reason": f"the store: {store.reason}"} if store else
+             {"user": pod_security.NON_ROOT, "reason": "an S3 store: the Job writes only its staging emptyDir"})
+    return {**plan, "runAs": {"members": members, "point": point}}
 
 
 def point_snapshot_name(restore_name: str) -> str:
@@ -261,7 +288,7 @@ def point_job_manifest(plan: Mapping[str, Any], image: str, owner: Mapping[str, 
     """The Job that turns the point into one snapshot (point_restore): the store (written: the
     snapshot goes there), a staging emptyDir for the throw-away etcd; no member volume."""
     job = job_manifest(plan, {"job": plan["pointJob"], "pvc": "", "mountPath": ""}, image, owner, pull_policy,
-                       program=POINT_PROGRAM, job_plan=point_plan(plan), writes_store=True)
+                       program=POINT_PROGRAM, job_plan=point_plan(plan), writes_store=True, user="point")
     return job
 
 
@@ -274,10 +301,11 @@ def member_plan(plan: Mapping[str, Any], member: Mapping[str, Any]) -> dict[str,
 def job_manifest(plan: Mapping[str, Any], member: Mapping[str, Any], image: str,
                  owner: Mapping[str, Any] | None = None, pull_policy: str = "IfNotPresent",
                  program: Mapping[str, Any] | None = None, job_plan: Mapping[str, Any] | None = None,
-                 writes_store: bool = False) -> dict[str, Any]:
-    """One member's restore Job: its volume, the store, a staging emptyDir; as root (the
-    volume belongs to etcd, which runs as root), every capability dropped, no token. (The
-    point's Job is the same pod without a member volume, writing to the store.)"""
+                 writes_store: bool = False, user: str = "members") -> dict[str, Any]:
+    """One member's restore Job: its volume, the store, a staging emptyDir; as the user
+    :func:`with_users` decided (``plan["runAs"][user]``; root when the plan has none), every
+    capability dropped, no token. (The point's Job is the same pod without a member volume,
+    writing to the store.)"""
     ns = plan["restore"]["namespace"]
     labels = {LABEL_RESTORE: plan["restore"]["name"], "app.kubernetes.io/name": "etcd-restore",
               ownership.MANAGED_BY_LABEL: ownership.MANAGED_BY, "app.kubernetes.io/instance": plan["target"]["name"]}
@@ -298,6 +326,11 @@ def job_manifest(plan: Mapping[str, Any], member: Mapping[str, Any], image: str,
                 volumes.append({"name": vol, "secret": {"secretName": storage[key]["secretName"],
                                                         "items": storage[key]["items"], "defaultMode": 0o400}})
                 mounts.append({"name": vol, "mountPath": storage[key]["mountPath"], "readOnly": True})
+    decided = (plan.get("runAs") or {}).get(user) or {}
+    pod_ctx, container_ctx = pod_security.volume_writer(decided.get("user") == pod_security.NON_ROOT)
+    template_meta: dict[str, Any] = {"labels": labels}
+    if decided:
+        template_meta["annotations"] = {pod_security.RUN_AS_ANNOTATION: f"{decided['user']}: {decided['reason']}"}
     meta: dict[str, Any] = {"name": member["job"], "namespace": ns, "labels": labels}
     if owner:
         meta["ownerReferences"] = [owner_reference({"apiVersion": API_VERSION, "kind": KIND, **owner},
@@ -311,18 +344,16 @@ def job_manifest(plan: Mapping[str, Any], member: Mapping[str, Any], image: str,
                 {"name": "ETCD_RESTORE_RESULT_FILE", "value": "/dev/termination-log"},
                 {"name": "HOME", "value": STAGING_DIR}],
         "volumeMounts": mounts,
-        "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
-                            "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True},
+        "securityContext": container_ctx,
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
             "spec": {"backoffLimit": 0, "activeDeadlineSeconds": 3600, "ttlSecondsAfterFinished": 86400,
-                     "template": {"metadata": {"labels": labels},
+                     "template": {"metadata": template_meta,
                                   "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
                                            "enableServiceLinks": False, "containers": [container],
-                                           "volumes": volumes,
-                                           "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}}}}
+                                           "volumes": volumes, "securityContext": pod_ctx}}}}
 
 
 # --------------------------------------------------------------------------- gate

@@ -208,7 +208,8 @@ class RestoreReconciler:
                 return refused
             try:
                 (self.creator or self.kube).create(er.point_job_manifest(
-                    plan, self.image, None if self.creator else self.restore, self.pull_policy))
+                    er.with_users(self.kube, plan), self.image, None if self.creator else self.restore,
+                    self.pull_policy))
             except KubeError as exc:
                 if exc.status != 409:
                     raise
@@ -271,6 +272,7 @@ class RestoreReconciler:
         problem = self._seed_pki(plan)
         if problem:
             return self._failed(*problem)
+        plan = er.with_users(self.kube, plan)
         for member in plan["members"]:
             self._create_unowned(er.pvc_manifest(plan, member))
             job = er.job_manifest(plan, member, self.image, None if self.creator else self.restore, self.pull_policy)

@@ -37,6 +37,10 @@ AUTO = "Auto"
 NON_ROOT, ROOT, ANNOTATION = pod_security.NON_ROOT, pod_security.ROOT, pod_security.RUN_AS_ANNOTATION
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 FSTYPE_PARAMETERS = ("csi.storage.k8s.io/fstype", "fsType", "fstype")
+# a PersistentVolume's spec fields that are not its volume source
+PV_SPEC_FIELDS = frozenset({"accessModes", "capacity", "claimRef", "mountOptions", "nodeAffinity",
+                            "persistentVolumeReclaimPolicy", "storageClassName", "volumeAttributesClassName",
+                            "volumeMode"})
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
@@ -107,10 +111,15 @@ def _claim_decision(kube: Any, storage: Mapping[str, Any], claims: Sequence[Mapp
         sc = defaults[0]
         named = sc["metadata"]["name"]
     provisioner = sc.get("provisioner") or ""
+    fstype = next((v for k in FSTYPE_PARAMETERS if (v := (sc.get("parameters") or {}).get(k))), "")
+    return _driver_decision(kube, f"StorageClass {named} ({provisioner})", provisioner, fstype, "the class")
+
+
+def _driver_decision(kube: Any, where: str, name: str, fstype: str, what: str) -> Decision:
+    """By the CSI driver's fsGroupPolicy (``what`` names where the file system type would be)."""
     # a CSIDriver's name is a DNS subdomain: an in-tree provisioner (kubernetes.io/host-path) has
     # none, and its name in a URL would read as a subresource
-    driver = kube.get("storage.k8s.io/v1", "CSIDriver", provisioner) if DNS_SUBDOMAIN.fullmatch(provisioner) else None
-    where = f"StorageClass {named} ({provisioner})"
+    driver = kube.get("storage.k8s.io/v1", "CSIDriver", name) if DNS_SUBDOMAIN.fullmatch(name) else None
     if driver is None:
         return Decision(ROOT, f"{where} is served by no CSI driver: its volumes (host directories for the "
                               "host-path and local-path provisioners) do not take fsGroup")
@@ -119,14 +128,39 @@ def _claim_decision(kube: Any, storage: Mapping[str, Any], claims: Sequence[Mapp
         return Decision(NON_ROOT, f"{where}: CSIDriver fsGroupPolicy File, the kubelet gives the volume to "
                                   "group 65532 (fsGroup)")
     if policy == "ReadWriteOnceWithFSType":
-        params = sc.get("parameters") or {}
-        fstype = next((params[k] for k in FSTYPE_PARAMETERS if params.get(k)), "")
         if fstype:
             return Decision(NON_ROOT, f"{where}: CSIDriver fsGroupPolicy ReadWriteOnceWithFSType and file system "
                                       f"{fstype}, the kubelet gives the volume to group 65532 (fsGroup)")
-        return Decision(ROOT, f"{where}: CSIDriver fsGroupPolicy ReadWriteOnceWithFSType, and the class names no "
+        return Decision(ROOT, f"{where}: CSIDriver fsGroupPolicy ReadWriteOnceWithFSType, and {what} names no "
                               "file system type: the kubelet may not apply fsGroup")
     return Decision(ROOT, f"{where}: CSIDriver fsGroupPolicy {policy}: the kubelet does not apply fsGroup")
+
+
+def claim_decision(kube: Any, namespace: str, claim: str) -> Decision:
+    """Whether a claim someone else made (a backup store) can be handed to 65532: by the
+    PersistentVolume it is bound to (a ``local`` volume takes fsGroup, a host directory or an NFS
+    export does not, a CSI volume as its driver says), by its StorageClass before it is bound.
+    The pods that write it (backup Jobs, the follower, restore Jobs) run as that user."""
+    pvc = kube.get("v1", "PersistentVolumeClaim", claim, namespace)
+    if pvc is None:
+        return Decision(ROOT, f"PersistentVolumeClaim {claim} not found")
+    spec = pvc.get("spec") or {}
+    pv = kube.get("v1", "PersistentVolume", spec["volumeName"]) if spec.get("volumeName") else None
+    if pv is None:
+        if spec.get("storageClassName") == "":
+            return Decision(ROOT, f"PersistentVolumeClaim {claim} is not bound and names no class: whether its "
+                                  "volume takes fsGroup is unknown")
+        return _claim_decision(kube, {}, [pvc])
+    pv_spec = pv.get("spec") or {}
+    where = f"PersistentVolume {pv['metadata']['name']}"
+    if pv_spec.get("local"):
+        return Decision(NON_ROOT, f"{where} is a local volume, which the kubelet gives to group 65532 (fsGroup)")
+    if pv_spec.get("csi"):
+        csi = pv_spec["csi"]
+        return _driver_decision(kube, f"{where} ({csi.get('driver') or ''})", csi.get("driver") or "",
+                                csi.get("fsType") or "", "the volume")
+    kind = next((k for k in sorted(pv_spec) if k not in PV_SPEC_FIELDS), "unknown")
+    return Decision(ROOT, f"{where} is a {kind} volume, which the kubelet does not hand to another user")
 
 
 def _current(sts: Mapping[str, Any] | None) -> Decision | None:

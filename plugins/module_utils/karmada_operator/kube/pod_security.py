@@ -49,6 +49,16 @@ def etcd_pod(non_root: bool = False) -> dict[str, Any]:
     return copy.deepcopy(_ETCD_NON_ROOT_POD if non_root else _ETCD_ROOT_POD)
 
 
+def volume_writer(non_root: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pod's and the container's securityContext of a pod that writes a volume someone must
+    hand to it (backup Jobs and the follower to a volume, restore Jobs): as etcd, 65532 with the
+    volume's group where the volume takes fsGroup (etcd/run_as.py decides), else root with the
+    rest of "restricted" (every capability dropped: root owns its files and needs none)."""
+    if non_root:
+        return etcd_pod(non_root=True), container()
+    return etcd_pod(non_root=False), {"runAsUser": 0, "runAsNonRoot": False, **container()}
+
+
 def run_as_observed(pods: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """status.etcd.runAs from etcd's pods as they run: ``user`` NonRoot when every pod runs with
     runAsNonRoot, Root when none does, Mixed while a change rolls; ``reason`` from their
