@@ -31,7 +31,7 @@ export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
 DEFAULT_COMPONENTS="etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet
 kube-proxy kwok coredns ansible-operator pause karmada-aggregated-apiserver
 karmada-controller-manager karmada-scheduler karmada-webhook karmada-agent karmada-descheduler
-karmada-search karmada-metrics-adapter versitygw karmada-operator"
+karmada-search karmada-metrics-adapter versitygw karmada-operator kube-router"
 # Built only on request (benchmarks, bundle validation, OLM on the test bed).
 ON_DEMAND="operator-sdk karmadactl bundle-validate olm olm-catalog olm-package-server
 olm-copy-content olm-cpb opm grpc-health-probe"
@@ -41,6 +41,7 @@ log() { printf '[testenv-bin] %s\n' "$*" >&2; }
 version_of() {
   case "$1" in
     etcd | etcdctl | etcdutl) echo "$ETCD_VERSION" ;;
+    kube-router) echo "$KUBE_ROUTER_VERSION" ;;
     kube-* | kubectl | kubelet) echo "$KUBERNETES_VERSION" ;;
     kwok) echo "$KWOK_VERSION" ;;
     coredns) echo "$COREDNS_VERSION" ;;
@@ -173,6 +174,9 @@ build_one() {
     etcd) build_in "$(etcd_wrapper)" etcd "$version" go.etcd.io/etcd/server/v3 ;;
     etcdctl) build_in "$(etcd_wrapper)" etcdctl "$version" go.etcd.io/etcd/etcdctl/v3 ;;
     etcdutl) build_in "$(etcd_wrapper)" etcdutl "$version" go.etcd.io/etcd/etcdutl/v3 ;;
+    kube-router) install_at kube-router "$version" \
+      "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$version" \
+      "-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$version" ;;
     kube-* | kubectl | kubelet)
       local minor=${KUBERNETES_VERSION#v1.}
       minor=${minor%%.*}

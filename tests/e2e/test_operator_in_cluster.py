@@ -20,10 +20,10 @@ import pytest
 import requests
 import yaml
 
-from support import karmada_e2e
+from support import karmada_e2e, network_policy
 from support.karmada_crds_server import serve
 from support.testenv import HostCluster, MemberCluster
-from support.waiting import condition, crds_established
+from support.waiting import condition, crds_established, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -129,7 +129,7 @@ def in_cluster(host_cluster: HostCluster, member_clusters: list[MemberCluster], 
         reader = next(d["metadata"]["name"] for d in docs
                       if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("metrics-reader"))
         yield {"fleet": fleet, "operator_ns": op_ns, "operator": op_name, "member": member_clusters[0],
-               "metrics_reader": reader, "sink": sink}
+               "metrics_reader": reader, "sink": sink, "work": work}
     finally:
         # The finalizer runs after the reconcile in progress; kubectl waits up to 300 s, so the
         # subprocess must not be killed earlier.
@@ -278,3 +278,49 @@ def test_operator_metrics_answer_only_a_caller_allowed_to_read_them(in_cluster):
     ok = scrape(url, allowed)
     assert ok.status_code == 200, ok.text[:200]
     assert "controller_runtime_reconcile_total" in ok.text
+
+
+def reaches(host: HostCluster, ns: str, name: str, address: str, port: int) -> bool:
+    """Whether a pod in ``ns`` opens a TCP connection to ``address:port`` within 3 s."""
+    out = host.run_pod(ns, name, host.busybox_image, [
+        "sh", "-c", f"if nc -w 3 {address} {port} </dev/null; then echo reachable; else echo unreachable; fi"])
+    host.kubectl("delete", "pod", name, "-n", ns, "--wait=false", check=False)
+    assert out.strip() in ("reachable", "unreachable"), out
+    return out.strip() == "reachable"
+
+
+def test_the_network_policy_admits_only_the_metrics_scrape_from_labelled_namespaces(in_cluster):
+    """config/network-policy on a bed that enforces NetworkPolicy (kube-router's firewall,
+    support/network_policy.py): before it, a pod in any namespace opens the operator's metrics
+    port; with it, a pod in a namespace labelled metrics=enabled still does, one in another
+    namespace no longer does, and neither reaches the operator's health port, which still answers
+    from the node (where the kubelet's probes come from: the operator pod stays Ready)."""
+    host = in_cluster["fleet"].host
+    ns = in_cluster["operator_ns"]
+    pod = host.get("pods", "-n", ns, "-l", "control-plane=controller-manager")["items"][0]
+    address = pod["status"]["podIP"]
+    scraper_ns, other_ns = host.namespace("metrics"), host.namespace("elsewhere")
+    host.kubectl("label", "namespace", scraper_ns, "metrics=enabled")
+    try:
+        with network_policy.enforced(host, in_cluster["work"]):
+            # before the policy, anyone may connect (what the policy is then seen to change)
+            assert reaches(host, other_ns, "before", address, 8443)
+            docs = [d for d in yaml.safe_load_all(host.kubectl("kustomize", str(ROOT / "config/network-policy")).stdout)
+                    if d]
+            assert [(d["kind"], d["metadata"]["namespace"]) for d in docs] == [("NetworkPolicy", ns)]
+            host.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+            wait_for(lambda: not reaches(host, other_ns, f"after-{time.monotonic_ns()}", address, 8443), 120,
+                     "the metrics port closed to a namespace without metrics=enabled")
+            assert reaches(host, scraper_ns, "scraper", address, 8443)
+            assert not reaches(host, scraper_ns, "health", address, 6789)
+            print(f"\noperator pod {address}: 8443 open to {scraper_ns} (metrics=enabled), closed to {other_ns}; "
+                  "6789 closed to both")
+            # from the node, where the kubelet probes it, the health port still answers
+            assert requests.get(f"http://{address}:6789/readyz", timeout=5).status_code == 200
+            pod = host.get("pods", "-n", ns, "-l", "control-plane=controller-manager")["items"][0]
+            assert condition(pod, "Ready")["status"] == "True"
+    finally:
+        host.kubectl("delete", "-k", str(ROOT / "config/network-policy"), "--ignore-not-found", check=False)
+        host.kubectl("delete", "namespace", scraper_ns, other_ns, "--wait=false", check=False)
+    # the bed enforces nothing again: kube-router's chains and ipsets are gone
+    assert network_policy.leftovers() == [], network_policy.leftovers()

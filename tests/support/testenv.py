@@ -45,6 +45,7 @@ def settings() -> dict[str, str]:
         "KO_CNI_BRIDGE",
         "KO_NODE_IP",
         "KO_NODE_NAME",
+        "KO_SERVICE_CIDR",
         "KO_MEMBER_SECRET_NAMESPACE",
         "KO_MEMBER_PORT_BASE",
         "KUBERNETES_VERSION",
