@@ -19,6 +19,11 @@ fit in 24 GiB, unless BENCH_MEMBERS_LIGHT=0.
       condition's ``lastTransitionTime`` in karmada-apiserver), every value and P50/P90/P99
       against Karmada's published figures and the goal; for the largest size also drawn to
       docs/images/registration-<N>.svg (benchmarks/plots.py).
+   At the largest size, before the unjoin: distribution latency (benchmarks/distribution.py):
+      BENCH_DISTRIBUTION Deployments (default 1000; 0 skips it) created through karmada-apiserver
+      at BENCH_DISTRIBUTION_RATE per second (default 10), each propagated to one member, from the
+      create's acknowledgement until the member's watch delivers it: P50/P99 against Karmada's
+      published P99 (1.3 s Push) and the goal (P99 <= 1 s), as ratios.
    b. All members are removed from spec again and the operator unjoins them.
    c. Theirs: ``karmadactl join`` (built from the pinned Karmada module) once per member, one
       after the other (what a platform team's script does), against the same Karmada; the
@@ -46,7 +51,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from bench_install import task_spans, task_times  # noqa: E402  (benchmarks/ is the script's directory)
+import distribution  # noqa: E402  (benchmarks/ is the script's directory)
+from bench_install import task_spans, task_times  # noqa: E402
 from plots import (  # noqa: E402
     LATENCIES_LABEL,
     PERCENTILES,
@@ -67,6 +73,9 @@ SIZES = sorted(int(n) for n in os.environ.get("BENCH_MEMBERS", "20,50").split(",
 NODES = int(os.environ.get("BENCH_MEMBER_NODES", "10"))
 LIGHT = os.environ.get("BENCH_MEMBERS_LIGHT", "1")
 TIMEOUT = float(os.environ.get("BENCH_MEMBERS_TIMEOUT", "1200"))
+# Deployments distributed at the largest size, one member each, created at DISTRIBUTION_RATE/s (0: skipped)
+DISTRIBUTION = int(os.environ.get("BENCH_DISTRIBUTION", "1000"))
+DISTRIBUTION_RATE = float(os.environ.get("BENCH_DISTRIBUTION_RATE", "10"))
 NAME, NS = "bench", "karmada-system"
 
 
@@ -290,6 +299,14 @@ def measure(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess, k
     if "cpu" in play:
         say(f"join {n} members  operator CPU during the join {play['cpu']:.1f} CPU-s = {play['cpu'] / n:.2f} CPU-s per "
             "member (utime + stime of ansible-operator and every process it started, patch to the last run's end)")
+    if ours[0] is not None and n == SIZES[-1] and DISTRIBUTION > 0:
+        try:
+            latencies, missing = distribution.measure(fleet.kubeconfig(), {m.name: m.kubeconfig for m in members},
+                                                      DISTRIBUTION, DISTRIBUTION_RATE)
+            say(f"join {n} members  " + distribution.report(n, "Push", latencies, missing)
+                + f" (created at {DISTRIBUTION_RATE:.0f}/s)")
+        except Exception as exc:  # noqa: BLE001 (a figure not measured is said, the join figures stand)
+            say(f"join {n} members  distribution latency not measured: {type(exc).__name__}: {exc}")
     set_members(fleet, [])
     if not wait_until(lambda: not fleet.get().get("status", {}).get("members") and not cluster_names(fleet),
                       TIMEOUT, 1):

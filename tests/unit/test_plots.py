@@ -182,3 +182,18 @@ def test_registration_latencies_from_the_clusters_ready_condition():
     items = [cluster("m1", "True", "2026-12-07T01:00:05Z"), cluster("m2", "False", "2026-12-07T01:00:03Z"),
              cluster("m3", "True", "2026-12-07T01:00:00Z"), {"metadata": {"name": "m4"}}]
     assert bench_members.registration_latencies(items, patched) == {"m1": pytest.approx(4.6), "m3": 0.0}
+
+
+def test_the_distribution_line_gives_percentiles_and_ratios_to_the_reference_and_the_goal():
+    import distribution
+
+    line = distribution.report(20, "Push", [0.1 * i for i in range(1, 101)], 2)
+    assert "distribute 100 Deployments over 20 members (Push)" in line
+    assert "P50 5.00 s, P99 9.90 s, max 10.00 s; 2 not arrived" in line
+    assert "reference P99 1.3 s (Push): ratio 7.62x" in line and "ratio 9.90x (misses)" in line
+    assert distribution.report(20, "Push", [0.2, 0.3], 0).endswith("ratio 0.30x (meets)")
+    assert "nothing arrived" in distribution.report(20, "Pull", [], 5)
+    # one object per member, each policy placing only its own member's objects there
+    policy = distribution._policy("member7")
+    assert policy["spec"]["placement"] == {"clusterAffinity": {"clusterNames": ["member7"]}}
+    assert policy["spec"]["resourceSelectors"][0]["labelSelector"] == {"matchLabels": {distribution.LABEL: "member7"}}
