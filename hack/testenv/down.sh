@@ -87,8 +87,11 @@ for ipt in iptables ip6tables; do
 done
 # ipsets of kube-router's firewall (tests/support/network_policy.py), once no rule uses them.
 if command -v ipset >/dev/null; then
-  ipset list -n 2>/dev/null | grep -E '^(KUBE-|kube-router-|inet6:KUBE-|inet6:kube-router-)' |
-    while read -r set; do ipset destroy "$set" 2>/dev/null || true; done
+  for set in $(ipset list -n 2>/dev/null); do
+    case "$set" in
+      KUBE-* | kube-router-* | inet6:KUBE-* | inet6:kube-router-*) ipset destroy "$set" 2>/dev/null || true ;;
+    esac
+  done
 fi
 
 # containerd 1.6 keeps shim sockets and fifos under /run/containerd whatever its config
