@@ -489,6 +489,19 @@ MAY_DIFFER = [
 ]
 
 
+# The plane restored to revision R never gets member3's agent back (only the first restored plane
+# is repointed): once member3's heartbeat Lease from the snapshot is older than its grace period,
+# that plane's cluster controller taints member3 unreachable and the taint stays (seen in a
+# make test where the other restore took two minutes more).
+MAY_DIFFER_AT_REVISION = [
+    MayDiffer(CLUSTER_KEY.format("").encode(), ("status", "metadata.managedFields", "metadata.generation",
+                                                "spec.taints"),
+              "a Cluster's status is live, and member3, whose agent never comes to this plane, is tainted "
+              "unreachable by its cluster controller"),
+    *MAY_DIFFER,
+]
+
+
 def restore_cr(name: str, target: str, source: dict, **spec) -> dict:
     return {"apiVersion": API, "kind": "EtcdRestore", "metadata": {"name": name, "namespace": TARGET_NS},
             "spec": {"source": source, "target": {"karmadaDeploymentRef": {"name": target}}, "bumpRevision": BUMP,
@@ -767,7 +780,7 @@ def test_restore_into_a_new_karmada_brings_back_every_key_and_the_members_work_t
           f"{point_r['full']}; {len(got)} keys, {len(differ)} differing from the read at {mid}")
     assert not differ, differ[:10]
     assert sum(k.startswith(b"/registry/configmaps/default/after-full-") for k in got) >= 100
-    problems_r, _ = compare_keys(snapshot_r, restored_etcd_keys(env.host, AT_REVISION), MAY_DIFFER)
+    problems_r, _ = compare_keys(snapshot_r, restored_etcd_keys(env.host, AT_REVISION), MAY_DIFFER_AT_REVISION)
     assert not problems_r, problems_r[:20]
     # Who wrote it: the restore's Jobs (the point's, to S3, and the member's, into etcd's local
     # volume) ran as 65532 under "restricted", every file on the volume is 65532's (a root Job's
