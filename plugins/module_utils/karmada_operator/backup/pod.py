@@ -105,5 +105,4 @@ def security_contexts(plan: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
 
 def pod_annotations(plan: Mapping[str, Any]) -> dict[str, str]:
     """The user a pod that writes a volume runs as, and why (as on etcd's pods)."""
-    user = plan["storage"].get("runAs") or {}
-    return {pod_security.RUN_AS_ANNOTATION: f"{user['user']}: {user['reason']}"} if user else {}
+    return pod_security.run_as_annotations(plan["storage"].get("runAs"))

@@ -330,7 +330,7 @@ def job_manifest(plan: Mapping[str, Any], member: Mapping[str, Any], image: str,
     pod_ctx, container_ctx = pod_security.volume_writer(decided.get("user") == pod_security.NON_ROOT)
     template_meta: dict[str, Any] = {"labels": labels}
     if decided:
-        template_meta["annotations"] = {pod_security.RUN_AS_ANNOTATION: f"{decided['user']}: {decided['reason']}"}
+        template_meta["annotations"] = pod_security.run_as_annotations(decided)
     meta: dict[str, Any] = {"name": member["job"], "namespace": ns, "labels": labels}
     if owner:
         meta["ownerReferences"] = [owner_reference({"apiVersion": API_VERSION, "kind": KIND, **owner},

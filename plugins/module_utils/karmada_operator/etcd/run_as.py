@@ -59,7 +59,7 @@ class Decision:
 
     @property
     def annotation(self) -> str:
-        return f"{self.user}: {self.reason}"
+        return pod_security.run_as_annotations({"user": self.user, "reason": self.reason})[ANNOTATION]
 
     def as_fact(self) -> dict[str, Any]:
         """What the etcd StatefulSet's template takes (``karmada_deployment_etcd_run_as``)."""

@@ -59,6 +59,14 @@ def volume_writer(non_root: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     return etcd_pod(non_root=False), {"runAsUser": 0, "runAsNonRoot": False, **container()}
 
 
+def run_as_annotations(decided: Mapping[str, Any] | None) -> dict[str, str]:
+    """The pod template's annotation saying which user a pod runs as and why (``decided``: user
+    and reason), read back by :func:`run_as_observed`; none without a decision."""
+    if not decided:
+        return {}
+    return {RUN_AS_ANNOTATION: f"{decided['user']}: {decided['reason']}"}
+
+
 def run_as_observed(pods: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """status.etcd.runAs from etcd's pods as they run: ``user`` NonRoot when every pod runs with
     runAsNonRoot, Root when none does, Mixed while a change rolls; ``reason`` from their
