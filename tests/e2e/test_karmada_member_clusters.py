@@ -428,7 +428,9 @@ def test_pull_member_with_its_agent_inside_runs_real_pods(fleet: Deployment):
     set_members(fleet, "member1", "member2", "member3")
     fleet.wait_for(lambda: all_joined(fleet, "member1", "member2", "member3"), 600, "host unjoined")
     # Karmada withdrew the sleeper through the agent (not the unjoin's timeout giving up on it)
-    unjoin = karmada_e2e.unjoined([r for r in fleet.runs() if r not in before])["host"]
+    # the status is written during the pass, the run's record when the pass ends: wait for it
+    unjoin = fleet.wait_for(lambda: karmada_e2e.unjoined([r for r in fleet.runs() if r not in before]).get("host"),
+                            300, "the unjoining pass's record")
     assert unjoin["reason"] == "Unjoined", unjoin
     assert host.kubectl("get", "deployment", "karmada-agent", "-n", "karmada-system", check=False).returncode != 0
     assert host.kubectl("get", "clusterrole", "karmada-agent", check=False).returncode != 0

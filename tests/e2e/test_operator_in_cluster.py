@@ -283,11 +283,13 @@ def test_operator_metrics_answer_only_a_caller_allowed_to_read_them(in_cluster):
 def reaches(host: HostCluster, ns: str, name: str, address: str, port: int) -> bool:
     """Whether a pod in ``ns`` opens a TCP connection to ``address:port`` within 3 s."""
     out = host.run_pod(ns, name, host.busybox_image, [
-        "sh", "-c", f"if nc -w 3 {address} {port} </dev/null; then echo reachable; else echo unreachable; fi"])
+        "sh", "-c",
+        f"if nc -w 3 {address} {port} </dev/null; then echo verdict=reachable; else echo verdict=unreachable; fi"])
     host.kubectl("delete", "pod", name, "-n", ns, "--wait=false", check=False)
-    verdict = out.strip().splitlines()[-1] if out.strip() else ""  # after nc's own complaint, if any
-    assert verdict in ("reachable", "unreachable"), out
-    return verdict == "reachable"
+    # nc's own complaint goes to stderr, which the log may place before or after the verdict
+    verdicts = [line.split("=", 1)[1] for line in out.splitlines() if line.startswith("verdict=")]
+    assert verdicts in (["reachable"], ["unreachable"]), out
+    return verdicts == ["reachable"]
 
 
 def test_the_network_policy_admits_only_the_metrics_scrape_from_labelled_namespaces(in_cluster):
