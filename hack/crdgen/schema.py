@@ -611,8 +611,59 @@ def encryption_schema() -> Schema:
                                   format="date-time")},
                 required=["requestedAt"],
             ),
+            "provider": s("What encrypts new writes: Secretbox (the default: a key the operator generates and keeps "
+                          "in the PKI Secret) or KMSv2 (a key in your KMS, through the plugin in kms). A change "
+                          "rewrites every object of the resources with the new provider; the other one stays a "
+                          "reader.", enum=[karmada_encryption.SECRETBOX, karmada_encryption.KMS_V2],
+                          default=karmada_encryption.SECRETBOX),
+            "kms": kms_schema(),
         },
         default={},
+        **{"x-kubernetes-validations": [
+            cel(f"!has(self.provider) || self.provider != '{karmada_encryption.KMS_V2}' || has(self.kms)",
+                "spec.apiServer.encryption.provider KMSv2 needs spec.apiServer.encryption.kms (the plugin)"),
+            cel(f"!has(self.provider) || self.provider != '{karmada_encryption.KMS_V2}' || !has(self.rotation)",
+                "spec.apiServer.encryption.rotation rotates the operator's own secretbox key: with provider KMSv2 "
+                "the key is in your KMS, rotate it there (docs/security.md#a-kms-v2-plugin)"),
+        ]},
+    )
+
+
+def kms_schema() -> Schema:
+    socket = karmada_encryption.KMS_SOCKET
+    env = {
+        "type": "object",
+        "description": "An environment variable, as in a container (name with value or valueFrom).",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "properties": {"name": s("Its name.", minLength=1, maxLength=253)},
+        "required": ["name"],
+    }
+    return obj(
+        "A KMS v2 plugin (docs/security.md#a-kms-v2-plugin): a sidecar of kube-apiserver in every karmada-apiserver "
+        f"pod, under Pod Security restricted, serving on the Unix socket {socket} in a volume the two share. Set, "
+        "karmada-apiserver reads what the KMS encrypted; provider KMSv2 makes it write too. Remove it only once "
+        "provider Secretbox has rewritten every object (status.encryption.writeKey no longer kms:<name>).",
+        {
+            "name": s("The provider's name in the EncryptionConfiguration. Every value stored through the KMS carries "
+                      "it, so it cannot change.", minLength=1, maxLength=63, pattern=DNS1123_LABEL,
+                      **{"x-kubernetes-validations": [
+                          cel("self == oldSelf", "spec.apiServer.encryption.kms.name cannot change: every value "
+                                                 "stored through the KMS carries it")]}),
+            "image": s("The plugin's image (registry/repository:tag or @digest).", minLength=1, maxLength=512,
+                       pattern=r"^[^\s]+$"),
+            "args": arr(f"The plugin's arguments; it must serve on {socket}.", s("Argument.", maxLength=4096),
+                        maxItems=64),
+            "env": arr("The plugin's environment, e.g. its KMS credentials from a Secret (valueFrom.secretKeyRef, a "
+                       "Secret in this namespace).", env, maxItems=64),
+            "resources": {**resources(), "description": (
+                f"Compute resources of the plugin (default: "
+                f"{describe_resources({'requests': registry.KMS_PLUGIN_REQUESTS})}). Set, it replaces the default "
+                "whole.")},
+            "timeout": s(f"How long karmada-apiserver waits for one call of the plugin (default "
+                         f"{karmada_encryption.KMS_DEFAULT_TIMEOUT}).", pattern=r"^([0-9]+(ms|s|m))+$",
+                         maxLength=16, default=karmada_encryption.KMS_DEFAULT_TIMEOUT),
+        },
+        required=["name", "image"],
     )
 
 
@@ -989,9 +1040,13 @@ def encryption_status() -> Schema:
                               enum=["Current", "Failed"]),
                    "message": s("What the last full pass found or did."),
                    "enabled": s("A key encrypts new writes.", "boolean"),
-                   "provider": s("The provider of the keys (secretbox)."),
-                   "writeKey": s("The key that encrypts new writes (the first one)."),
-                   "keys": arr("Every key karmada-apiserver can read with, the write key first.", s("Key name.")),
+                   "provider": s("What encrypts new writes: secretbox (the operator's key) or kms (the KMS v2 "
+                                 "plugin)."),
+                   "writeKey": s("The key that encrypts new writes: a secretbox key's name, or kms:<name> for the "
+                                 "KMS v2 plugin."),
+                   "keys": arr("The secretbox keys karmada-apiserver can read with, in order.", s("Key name.")),
+                   "kms": s("The KMS v2 plugin karmada-apiserver can read (and with provider KMSv2 write) with; "
+                            "empty without one."),
                    "resources": arr("The resources encrypted.", s("Resource.")),
                    "rewritten": obj("The last rewrite of every object of the resources (after a change of key or "
                                     "settings).", {**target,

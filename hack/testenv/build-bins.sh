@@ -31,7 +31,7 @@ export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
 DEFAULT_COMPONENTS="etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet
 kube-proxy kwok coredns ansible-operator pause karmada-aggregated-apiserver
 karmada-controller-manager karmada-scheduler karmada-webhook karmada-agent karmada-descheduler
-karmada-search karmada-metrics-adapter versitygw karmada-operator kube-router"
+karmada-search karmada-metrics-adapter versitygw karmada-operator kube-router kms-plugin"
 # Built only on request (benchmarks, bundle validation, OLM on the test bed).
 ON_DEMAND="operator-sdk karmadactl bundle-validate olm olm-catalog olm-package-server
 olm-copy-content olm-cpb opm grpc-health-probe"
@@ -55,6 +55,8 @@ version_of() {
     # grpc-health-probe: the version operator-registry requires (its catalog images carry it).
     opm | grpc-health-probe) echo "$OPERATOR_REGISTRY_VERSION" ;;
     pause) echo "$PAUSE_VERSION" ;;
+    # the bed's KMS v2 plugin (hack/testenv/kms-plugin): its k8s.io/kms is at KUBERNETES_VERSION
+    kms-plugin) echo "$KUBERNETES_VERSION-$(cat "$here/kms-plugin/main.go" "$here/kms-plugin/go.mod" | sha256sum | cut -c1-8)" ;;
     versitygw) echo "$VERSITYGW_VERSION" ;;
     *) log "unknown component: $1 (known: $DEFAULT_COMPONENTS $ON_DEMAND)"; exit 2 ;;
   esac
@@ -228,6 +230,11 @@ build_one() {
     operator-sdk) install_at operator-sdk "$version" \
       "github.com/operator-framework/operator-sdk/cmd/operator-sdk@$version" ;;
     pause) build_in "$here/pause" pause "$version" . ;;
+    kms-plugin)
+      # built in a copy: the build may write go.mod, and the work tree stays as committed
+      local dir=$SRC/kms-plugin-$version
+      mkdir -p "$dir" && cp "$here/kms-plugin/main.go" "$here/kms-plugin/go.mod" "$here/kms-plugin/go.sum" "$dir/"
+      build_in "$dir" kms-plugin "$version" . ;;
     versitygw) install_at versitygw "$version" "github.com/versity/versitygw/cmd/versitygw@$version" \
       "-X main.Version=$version -X main.Build=$version" ;;
     karmadactl | karmada-*)

@@ -50,6 +50,8 @@ image_specs() {
   # and the same plus the pinned kubectl. (That busybox's wget crashes with -T: use
   # `timeout N wget` instead.)
   echo "busybox|$TEST_IMAGE|--busybox $BUSYBOX $NSS --file $CA_BUNDLE:$CA_BUNDLE:644 --dir tmp:1777 --dir root:700 --cmd sh"
+  # The bed's KMS v2 plugin (hack/testenv/kms-plugin), the stand-in for a user's KMS.
+  echo "kms-plugin|ko-testenv.local/kms-plugin:$k|--file $KO_LINKS/kms-plugin:/kms-plugin:755 --dir tmp:1777 --user 65532 --entrypoint /kms-plugin"
   echo "kubectl|ko-testenv.local/kubectl:$k|--busybox $BUSYBOX $NSS --file $KO_LINKS/kubectl:/usr/local/bin/kubectl:755 --file $CA_BUNDLE:$CA_BUNDLE:644 --dir tmp:1777 --dir root:700 --entrypoint /usr/local/bin/kubectl"
 }
 

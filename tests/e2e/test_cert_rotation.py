@@ -45,7 +45,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
 
-from support import karmada_e2e
+from support import karmada_e2e, pod_security
 from support.karmada_crds_server import serve
 from support.karmada_e2e import Deployment, operator_kubeconfig
 from support.operator_runtime import OperatorProcess
@@ -240,7 +240,8 @@ def encryption_keys(fleet: Deployment) -> dict[str, str]:
     """The encryption keys in the PKI Secret (name -> base64 value), in the configuration's order."""
     data = fleet.host.get("secret", f"{NAME}-pki", "-n", NS)["data"]["encryption-config.json"]
     doc = json.loads(base64.b64decode(data))
-    return {k["name"]: k["secret"] for k in doc["resources"][0]["providers"][0]["secretbox"]["keys"]}
+    box = next(p["secretbox"] for p in doc["resources"][0]["providers"] if "secretbox" in p)
+    return {k["name"]: k["secret"] for k in box["keys"]}
 
 
 def stored_secrets(fleet: Deployment) -> dict[str, bytes]:
@@ -461,6 +462,76 @@ PEM_BEGIN_B64 = ("LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS", "LS0tLS1CRUdJTiBQUklWQVRF
                  "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVkt")
 
 
+KMS_NAME = "bed-kms"
+KMS_PREFIX = f"k8s:enc:kms:v2:{KMS_NAME}:".encode()
+
+
+def test_a_kms_v2_plugin_takes_over_and_every_secret_moves_to_it_without_an_outage(fleet: Deployment):
+    """spec.apiServer.encryption.provider KMSv2 with the bed's KMS v2 plugin (hack/testenv/kms-plugin,
+    its key from a Secret through kms.env): both karmada-apiserver replicas roll once and come back
+    with the plugin as a native sidecar, admitted under Pod Security "restricted"; /readyz through
+    the Service answers every second throughout; afterwards every Secret and ConfigMap etcd holds
+    is KMS v2 ciphertext under the plugin's name (read from etcd itself), one made under secretbox
+    before reads back, one made after is stored so too, and the members stay Ready."""
+    host = fleet.host
+    key = base64.b64encode(bytes(range(100, 132))).decode()
+    fleet.extra["kms_key"] = key  # for the key-leak test below
+    host.kubectl("create", "secret", "generic", "kms-plugin-key", "-n", NS, f"--from-literal=key={key}")
+    name = "before-kms"
+    fleet.karmadactl("create", "secret", "generic", name, "-n", "default", "--from-literal=token=kept-through-kms")
+    assert stored_secrets(fleet)[f"/registry/secrets/default/{name}"].startswith(b"k8s:enc:secretbox:v1:")
+    kubeconfig = fleet.kubeconfig()
+    apiserver = "app.kubernetes.io/name=karmada-apiserver,app.kubernetes.io/instance=" + NAME
+    uids = {p["metadata"]["uid"] for p in host.get("pods", "-n", NS, "-l", apiserver)["items"]}
+    poller = ReadyzPoller(kubeconfig, str(Path(host.settings["KO_LINKS"]) / "kubectl"))
+    started = time.monotonic()
+    # the operator's own key rotation goes with it (refused beside KMSv2: the KMS rotates its key)
+    host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p", json.dumps(
+        {"spec": {"apiServer": {"encryption": {"rotation": None, "provider": "KMSv2", "kms": {
+            "name": KMS_NAME, "image": host.kms_plugin_image,
+            "env": [{"name": "KMS_KEY", "valueFrom": {"secretKeyRef": {"name": "kms-plugin-key", "key": "key"}}}]}}}}}))
+
+    def moved():
+        obj = fleet.get()
+        enc = (obj.get("status") or {}).get("encryption") or {}
+        return obj if ((enc.get("rewritten") or {}).get("writeKey") == f"kms:{KMS_NAME}"
+                       and enc.get("phase") == "Current" and ready_at_generation(fleet)) else None
+
+    try:
+        obj = fleet.wait_for(moved, 900, "every object rewritten through the KMS plugin")
+        pods = fleet.wait_for(lambda: (lambda items: items if len(items) == 2 and not any(
+            p["metadata"].get("deletionTimestamp") for p in items) else None)(
+            host.get("pods", "-n", NS, "-l", apiserver)["items"]), 120, "the old karmada-apiserver pods gone")
+    finally:
+        polls, failures = poller.finish()
+    status = obj["status"]["encryption"]
+    print(f"\nto the KMS in {time.monotonic() - started:.0f}s: {status['message']}; /readyz polled {polls} times, "
+          f"{len(failures)} failures")
+    assert (status["provider"], status["writeKey"], status["kms"]) == ("kms", f"kms:{KMS_NAME}", KMS_NAME), status
+    assert [e for e in karmada_e2e.events(fleet, "EncryptionRewritten") if KMS_NAME in e["message"]]
+    # etcd itself: every Secret and ConfigMap under the plugin's name, none under a secretbox key
+    after = {**stored_secrets(fleet), **karmada_e2e.etcd_values(host, NS, f"{NAME}-etcd-0", "/registry/configmaps/")}
+    assert len(after) >= 4 and all(v.startswith(KMS_PREFIX) for v in after.values()), \
+        {k: v[:30] for k, v in after.items() if not v.startswith(KMS_PREFIX)}
+    read = json.loads(fleet.karmadactl("get", "secret", name, "-n", "default", "-o", "json").stdout)
+    assert base64.b64decode(read["data"]["token"]) == b"kept-through-kms"
+    fleet.karmadactl("create", "secret", "generic", "after-kms", "-n", "default", "--from-literal=token=new")
+    assert stored_secrets(fleet)["/registry/secrets/default/after-kms"].startswith(KMS_PREFIX)
+    # both replicas rolled, each with the plugin beside kube-apiserver, under "restricted"
+    assert not {p["metadata"]["uid"] for p in pods} & uids
+    for pod in pods:
+        sidecars = pod["spec"].get("initContainers") or []
+        assert [(c["name"], c.get("restartPolicy"), c["image"]) for c in sidecars] == [
+            ("kms-plugin", "Always", host.kms_plugin_image)], sidecars
+        assert all(c["ready"] for c in pod["status"]["containerStatuses"] + pod["status"]["initContainerStatuses"])
+    verdicts = pod_security.restricted_verdicts(host, pods)
+    assert verdicts == dict.fromkeys(verdicts, ""), verdicts
+    assert polls > 20 and not failures, failures[:5]
+    for member in (MEMBER, PULL):
+        assert cluster_ready(fleet, kubeconfig, member) == "True", member
+    fleet.karmadactl("delete", "secret", name, "after-kms", "-n", "default")
+
+
 def key_needles(fleet: Deployment) -> dict[str, str]:
     """Where each private key of this Karmada is -> a string only that key's text contains."""
     needles: dict[str, str] = {}
@@ -484,6 +555,8 @@ def key_needles(fleet: Deployment) -> dict[str, str]:
     for key, secret in {**fleet.extra.get("encryption_keys", {}), **encryption_keys(fleet)}.items():
         needles[f"encryption key {key}"] = secret
         needles[f"encryption key {key} (hex)"] = base64.b64decode(secret).hex()
+    if "kms_key" in fleet.extra:  # the KMS plugin's key, given through a Secret (the KMS test)
+        needles["the KMS plugin's key"] = fleet.extra["kms_key"]
     return needles
 
 

@@ -75,7 +75,7 @@ def test_minimal_karmada_deployment_gets_full_defaults(apiserver):
     assert spec["karmadaVersion"] == "v1.18.2"
     assert spec["apiServer"]["serviceType"] == "ClusterIP"
     assert spec["apiServer"]["audit"] == {"enabled": True, "log": {"target": "Stdout"}}
-    assert spec["apiServer"]["encryption"] == {"enabled": True, "resources": ["secrets"]}
+    assert spec["apiServer"]["encryption"] == {"enabled": True, "resources": ["secrets"], "provider": "Secretbox"}
     assert spec["certificates"]["keyAlgorithm"] == "RSA"
     assert spec["deletionPolicy"] == "Delete"
     assert spec["images"]["pullPolicy"] == "IfNotPresent"
@@ -372,6 +372,20 @@ BROKEN = [
     # the audit log (docs/security.md#audit)
     ("encryption-without-secrets", "KarmadaDeployment", {"spec.apiServer.encryption": {"resources": ["configmaps"]}},
      ["spec.apiServer.encryption.resources", "must include secrets"]),
+    ("encryption-kms-without-its-plugin", "KarmadaDeployment", {"spec.apiServer.encryption": {"provider": "KMSv2"}},
+     ["spec.apiServer.encryption.provider KMSv2 needs spec.apiServer.encryption.kms"]),
+    ("encryption-kms-with-the-operators-rotation", "KarmadaDeployment",
+     {"spec.apiServer.encryption": {"provider": "KMSv2", "kms": {"name": "vault", "image": "kms:v1"},
+                                    "rotation": {"requestedAt": "2026-12-06T10:00:00Z"}}},
+     ["spec.apiServer.encryption.rotation rotates the operator's own secretbox key"]),
+    ("encryption-kms-name", "KarmadaDeployment",
+     {"spec.apiServer.encryption": {"provider": "KMSv2", "kms": {"name": "Vault:1", "image": "kms:v1"}}},
+     ["spec.apiServer.encryption.kms.name", "should match"]),
+    ("encryption-kms-timeout", "KarmadaDeployment",
+     {"spec.apiServer.encryption": {"provider": "KMSv2", "kms": {"name": "vault", "image": "kms:v1", "timeout": "3"}}},
+     ["spec.apiServer.encryption.kms.timeout", "should match"]),
+    ("encryption-provider", "KarmadaDeployment", {"spec.apiServer.encryption": {"provider": "aesgcm"}},
+     ["spec.apiServer.encryption.provider", 'supported values: "Secretbox", "KMSv2"']),
     ("encryption-resource-name", "KarmadaDeployment",
      {"spec.apiServer.encryption": {"resources": ["secrets", "Config Maps"]}},
      ["spec.apiServer.encryption.resources[1]", "should match"]),
@@ -477,6 +491,11 @@ ACCEPTED = [
      {"spec.source": {"location": "s3://bucket/dc1/x.db",
                       "s3": {"endpoint": "https://s3.example", "credentialsSecretRef": {"name": "c"}}}}),
     ("restore-with-source-pki", "EtcdRestore", {"spec.pki": {"secretRef": {"name": "source-pki"}}}),
+    ("encryption-kms-v2", "KarmadaDeployment",
+     {"spec.apiServer.encryption": {"provider": "KMSv2", "kms": {
+         "name": "vault", "image": "registry.example/vault-kms:v1", "args": ["--listen=/var/run/kmsplugin/kms.sock"],
+         "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "kms-token", "key": "token"}}}],
+         "timeout": "5s", "resources": {"requests": {"cpu": "20m"}}}}}),
     ("force-renew-leaves", "KarmadaDeployment",
      {"spec.certificates.forceRenew": {"issuedBefore": "2026-12-02T08:00:00Z"}}),
     ("ca-rotation", "KarmadaDeployment",
@@ -571,5 +590,27 @@ def test_an_encrypted_resource_cannot_be_removed_from_the_list(apiserver):
                                    input_text=yaml.safe_dump(stored), check=False)
         assert result.returncode != 0
         assert "spec.apiServer.encryption.resources: a resource cannot be removed" in result.stderr, result.stderr
+    finally:
+        apiserver.kubectl("delete", "karmadadeployment", obj["metadata"]["name"], "-n", "karmada-system")
+
+
+def test_the_kms_plugins_name_cannot_change_and_kms_may_go_back_to_a_reader(apiserver):
+    obj = copy.deepcopy(load_sample("KarmadaDeployment"))
+    obj["metadata"]["name"] = "update-encryption-kms"
+    obj["spec"]["apiServer"]["encryption"] = {"provider": "KMSv2", "kms": {"name": "vault", "image": "kms:v1"}}
+    stored = yaml.safe_load(apiserver.kubectl("create", "-o", "yaml", "-f", "-", input_text=yaml.safe_dump(obj)).stdout)
+    try:
+        assert stored["spec"]["apiServer"]["encryption"]["kms"]["timeout"] == "3s"
+        renamed = copy.deepcopy(stored)
+        renamed["spec"]["apiServer"]["encryption"]["kms"]["name"] = "vault-2"
+        result = apiserver.kubectl("replace", "--dry-run=server", "-o", "yaml", "-f", "-",
+                                   input_text=yaml.safe_dump(renamed), check=False)
+        assert result.returncode != 0
+        assert "spec.apiServer.encryption.kms.name cannot change" in result.stderr, result.stderr
+        back = copy.deepcopy(stored)
+        back["spec"]["apiServer"]["encryption"]["provider"] = "Secretbox"
+        result = apiserver.kubectl("replace", "--dry-run=server", "-o", "yaml", "-f", "-",
+                                   input_text=yaml.safe_dump(back), check=False)
+        assert result.returncode == 0, result.stderr
     finally:
         apiserver.kubectl("delete", "karmadadeployment", obj["metadata"]["name"], "-n", "karmada-system")

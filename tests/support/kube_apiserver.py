@@ -14,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,7 @@ class KubeAPIServer:
     kubeconfig: Path
     kubectl_bin: str
     procs: list[subprocess.Popen] = field(default_factory=list)
+    etcd_url: str = ""  # its etcd (plain HTTP on loopback), to read what it stores
 
     @property
     def url(self) -> str:
@@ -77,8 +79,10 @@ class KubeAPIServer:
 
 
 def start(etcd_bin: str, apiserver_bin: str, kubectl_bin: str, workdir: Path | None = None,
-          timeout: float = 90) -> KubeAPIServer:
-    """Start etcd and kube-apiserver; return once /readyz answers ok."""
+          timeout: float = 90, extra_args: Sequence[str] = (), etcd_url: str = "",
+          wait_ready: bool = True) -> KubeAPIServer:
+    """Start etcd and kube-apiserver (with ``extra_args`` last; on ``etcd_url``, another one's
+    etcd, when given); return once /readyz answers ok (at once with ``wait_ready`` False)."""
     work = Path(workdir or tempfile.mkdtemp(prefix="ko-apiserver-"))
     work.mkdir(parents=True, exist_ok=True)
     etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
@@ -88,7 +92,7 @@ def start(etcd_bin: str, apiserver_bin: str, kubectl_bin: str, workdir: Path | N
     sa_key = work / "sa.key"
     subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
     logs = {name: open(work / f"{name}.log", "w") for name in ("etcd", "kube-apiserver")}  # noqa: SIM115
-    procs = [subprocess.Popen(
+    procs = [] if etcd_url else [subprocess.Popen(
         [etcd_bin, "--data-dir", str(work / "etcd"), "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
          "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
          "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
@@ -96,13 +100,13 @@ def start(etcd_bin: str, apiserver_bin: str, kubectl_bin: str, workdir: Path | N
          "--initial-cluster", f"default=http://127.0.0.1:{peer_port}", "--log-level", "warn"],
         stdout=logs["etcd"], stderr=subprocess.STDOUT)]
     procs.append(subprocess.Popen(
-        [apiserver_bin, f"--etcd-servers=http://127.0.0.1:{etcd_port}", f"--secure-port={api_port}",
+        [apiserver_bin, f"--etcd-servers={etcd_url or f'http://127.0.0.1:{etcd_port}'}", f"--secure-port={api_port}",
          # an address of its own: in a network namespace with only loopback there is no default route to guess from
          "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
          f"--cert-dir={work / 'certs'}", f"--token-auth-file={work / 'tokens.csv'}",
          "--authorization-mode=RBAC", f"--service-account-key-file={sa_key}",
          f"--service-account-signing-key-file={sa_key}", "--service-account-issuer=https://kubernetes.default.svc",
-         "--service-cluster-ip-range=10.96.0.0/16", "--enable-priority-and-fairness=false", "--v=1"],
+         "--service-cluster-ip-range=10.96.0.0/16", "--enable-priority-and-fairness=false", "--v=1", *extra_args],
         stdout=logs["kube-apiserver"], stderr=subprocess.STDOUT))
     kubeconfig = work / "kubeconfig"
     kubeconfig.write_text(
@@ -111,7 +115,9 @@ def start(etcd_bin: str, apiserver_bin: str, kubectl_bin: str, workdir: Path | N
         f"users:\n- name: admin\n  user:\n    token: {token}\n"
         "contexts:\n- name: test\n  context: {cluster: test, user: admin}\ncurrent-context: test\n")
     os.chmod(kubeconfig, 0o600)
-    server = KubeAPIServer(work, api_port, token, kubeconfig, kubectl_bin, procs)
+    server = KubeAPIServer(work, api_port, token, kubeconfig, kubectl_bin, procs, etcd_url or f"http://127.0.0.1:{etcd_port}")
+    if not wait_ready:
+        return server
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(p.poll() is not None for p in procs):

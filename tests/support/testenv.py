@@ -171,6 +171,11 @@ class HostCluster(Cluster):
         return next(i for i in images() if i.startswith("ko-testenv.local/busybox:"))
 
     @property
+    def kms_plugin_image(self) -> str:
+        """The bed's KMS v2 plugin (hack/testenv/kms-plugin): KMS_KEY in its environment."""
+        return f"ko-testenv.local/kms-plugin:{self.settings['KUBERNETES_VERSION']}"
+
+    @property
     def kubectl_image(self) -> str:
         return f"ko-testenv.local/kubectl:{self.settings['KUBERNETES_VERSION']}"
 

@@ -67,7 +67,8 @@ def test_the_plan_points_karmada_apiserver_at_the_file_and_refuses_to_leave_secr
     assert "--encryption-provider-config=/etc/kubernetes/pki/encryption-config.json" in args
     assert "encryption-config.json" in plan["apiserver"]["pkiFiles"]
     assert "encryption-config.json" in plan["apiserver"]["restartMounts"]["pki"]
-    assert plan["pki"]["api_server"]["encryption"] == {**ON, "rotation": ""}
+    assert plan["pki"]["api_server"]["encryption"] == {**ON, "rotation": "", "provider": "Secretbox", "kms": None}
+    assert "kmsPlugin" not in plan["apiserver"]
     cr["spec"] = {"apiServer": {"encryption": {"resources": ["configmaps"]}}}
     with pytest.raises(PlanError) as err:
         build_plan(cr)
@@ -77,9 +78,77 @@ def test_the_plan_points_karmada_apiserver_at_the_file_and_refuses_to_leave_secr
 def test_read_says_what_a_stored_configuration_does_without_its_keys():
     text, _ = encryption.ensure(None, {"enabled": True, "resources": ["secrets", "configmaps"]})
     b64 = base64.b64encode(text.encode()).decode()
-    assert encryption.read(b64) == {"enabled": True, "writeKey": "key-1", "keys": ["key-1"],
-                                    "resources": ["secrets", "configmaps"]}
+    assert encryption.read(b64) == {"enabled": True, "writeKey": "key-1", "keys": ["key-1"], "provider": "secretbox",
+                                    "kms": "", "resources": ["secrets", "configmaps"]}
     assert encryption.read(None) is None and encryption.read("bm90IGpzb24=") is None
+
+
+# ------------------------------------------------------------------ a KMS v2 plugin
+
+KMS = {"name": "vault", "image": "registry.example/vault-kms:v1", "args": ["--listen=/var/run/kmsplugin/kms.sock"],
+       "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "kms-token", "key": "token"}}}]}
+
+
+def kms_spec(provider="KMSv2", **extra):
+    return {"metadata": {"name": "k", "namespace": "ns"},
+            "spec": {"apiServer": {"encryption": {"provider": provider, "kms": {**KMS, **extra}}}}}
+
+
+def test_kms_writes_first_and_the_secretbox_key_stays_a_reader_of_what_was_stored_before():
+    before, _ = encryption.ensure(None, ON, random=lambda n: b"k" * n)
+    spec = encryption.settings(kms_spec()["spec"]["apiServer"])
+    assert (spec["provider"], spec["kms"]) == ("KMSv2", {"name": "vault", "timeout": "3s"})
+    text, reasons = encryption.ensure(before, spec, random=lambda n: pytest.fail("no new key"))
+    assert reasons == ["settings"]
+    kms, box, identity = providers(text)
+    assert kms == {"kms": {"apiVersion": "v2", "name": "vault", "endpoint": "unix:///var/run/kmsplugin/kms.sock",
+                           "timeout": "3s"}}
+    assert box == providers(before)[0] and identity == {"identity": {}}
+    said = encryption.read(base64.b64encode(text.encode()).decode())
+    assert said == {"enabled": True, "writeKey": "kms:vault", "provider": "kms", "keys": ["key-1"], "kms": "vault",
+                    "resources": ["secrets"]}
+    assert encryption.write_key(text) == "kms:vault"
+    # back to Secretbox with the plugin still set: the key writes again, the plugin reads
+    back, reasons = encryption.ensure(text, encryption.settings(kms_spec("Secretbox")["spec"]["apiServer"]))
+    assert reasons == ["settings"]
+    assert [next(iter(p)) for p in providers(back)] == ["secretbox", "kms", "identity"]
+    assert encryption.write_key(back) == "key-1"
+    # switched off: identity writes, both still read
+    off = encryption.settings({"encryption": {"enabled": False, "provider": "KMSv2", "kms": KMS}})
+    assert [next(iter(p)) for p in providers(encryption.ensure(text, off)[0])] == ["identity", "kms", "secretbox"]
+
+
+def test_kms_without_its_plugin_or_with_the_operators_key_rotation_is_refused_naming_the_field():
+    with pytest.raises(PlanError) as err:
+        build_plan({"metadata": {"name": "k", "namespace": "ns"},
+                    "spec": {"apiServer": {"encryption": {"provider": "KMSv2"}}}})
+    assert err.value.field == "spec.apiServer.encryption" and "needs kms" in str(err.value)
+    rotating = {"encryption": {"provider": "KMSv2", "kms": KMS, "rotation": {"requestedAt": "2026-12-06T10:00:00Z"}}}
+    with pytest.raises(encryption.EncryptionError, match="rotate it there"):
+        encryption.settings(rotating)
+    # a rotation under way when the provider changed finishes (its phases move the secretbox keys)
+    record = {"rotation": {"requestedAt": "2026-12-06T10:00:00Z", "phase": "Dropping"}}
+    assert encryption.settings(rotating, record)["rotation"] == "Dropping"
+
+
+def test_the_plugin_runs_as_a_restricted_native_sidecar_sharing_the_socket_with_kube_apiserver():
+    api = build_plan(kms_spec(timeout="5s", resources={"requests": {"cpu": "20m"}}))["apiserver"]
+    plugin = api["kmsPlugin"]
+    assert (plugin["name"], plugin["image"], plugin["restartPolicy"]) == ("kms-plugin", KMS["image"], "Always")
+    assert (plugin["args"], plugin["env"]) == (KMS["args"], KMS["env"])
+    assert plugin["resources"] == {"requests": {"cpu": "20m"}}
+    context = plugin["securityContext"]
+    assert context["allowPrivilegeEscalation"] is False and context["capabilities"] == {"drop": ["ALL"]}
+    assert context["readOnlyRootFilesystem"] is True
+    socket = {"name": "kms-socket", "mountPath": "/var/run/kmsplugin"}
+    assert socket in plugin["volumeMounts"] and socket in api["extraMounts"]
+    assert {"name": "kms-socket", "emptyDir": {}} in api["extraVolumes"]
+    plan = build_plan(kms_spec(timeout="5s"))
+    assert plan["pki"]["api_server"]["encryption"]["kms"] == {"name": "vault", "timeout": "5s"}
+    assert plan["apiserver"]["kmsPlugin"]["resources"] == {"requests": {"cpu": "10m", "memory": "32Mi"}}
+    # without a plugin: no sidecar, no socket volume
+    plain = build_plan({"metadata": {"name": "k", "namespace": "ns"}, "spec": {}})["apiserver"]
+    assert "kmsPlugin" not in plain and all(v["name"] != "kms-socket" for v in plain["extraVolumes"])
 
 
 # ------------------------------------------------------------------ the rewrite
@@ -337,3 +406,20 @@ def test_the_check_reads_each_resources_prefixes_and_finds_values_under_the_key(
     assert er.stored_under(etcd, ["secrets"], "key-2") == ["/registry/secrets/a/s2"]
     assert er.etcd_root({"apiserver": {"args": ["--etcd-prefix=/karmada/", "--x=y"]}}) == "/karmada"
     assert er.etcd_root({"apiserver": {"args": []}}) == "/registry"
+
+
+def test_the_rendered_karmada_apiserver_pod_carries_the_plugin_and_the_socket_volume():
+    from karmada_operator.runtime import templates as role_templates
+
+    plan = build_plan(kms_spec())
+    objects = role_templates.render_objects(
+        "karmada_deployment", ["apiserver.yaml.j2"],
+        {"karmada_deployment_plan": plan, "karmada_deployment_apiserver_pki_hash": "h",
+         "karmada_deployment_pki": {"hashes": {"apiserverSpec": "s"}}}, {})
+    pod = next(o for o in objects if o["kind"] == "Deployment")["spec"]["template"]["spec"]
+    (plugin,) = pod["initContainers"]
+    assert (plugin["name"], plugin["restartPolicy"], plugin["imagePullPolicy"]) == ("kms-plugin", "Always",
+                                                                                    "IfNotPresent")
+    (apiserver,) = pod["containers"]
+    assert {"name": "kms-socket", "mountPath": "/var/run/kmsplugin"} in apiserver["volumeMounts"]
+    assert {"name": "kms-socket", "emptyDir": {}} in pod["volumes"]

@@ -205,6 +205,10 @@ SERVING_PORT = 8443
 # karmada-scheduler-estimator cannot be installed yet: the smallest default, not measured.
 APISERVER_REQUESTS = {"cpu": "50m", "memory": "256Mi"}
 AGENT_REQUESTS = {"cpu": "5m", "memory": "24Mi"}  # karmada-agent when the operator runs it on the host
+# The user's KMS v2 plugin beside karmada-apiserver (spec.apiServer.encryption.kms): the bed's
+# plugin (hack/testenv/kms-plugin) used under 1m CPU and 12 MiB at rest; a real one (Vault, a cloud
+# KMS client) needs more, which kms.resources says.
+KMS_PLUGIN_REQUESTS = {"cpu": "10m", "memory": "32Mi"}
 
 REGISTRY: tuple[Component, ...] = (
     Component(

@@ -71,6 +71,8 @@ def describe(config: Mapping[str, Any], rewritten: Mapping[str, Any]) -> str:
     count = f"{rewritten.get('objects', 0)} objects rewritten at {rewritten.get('at', '?')}"
     if not config["enabled"]:
         return f"encryption at rest switched off: {what} stored in plain text ({count})"
+    if config.get("provider") == "kms":
+        return f"{what} stored encrypted through the KMS v2 plugin {config.get('kms')} ({count})"
     return f"{what} stored encrypted with secretbox key {config['writeKey']} ({count})"
 
 
@@ -264,7 +266,7 @@ class EncryptionRewrite:
 
     def _rewrite(self, ctx: Any, record: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
         base = {"enabled": config["enabled"], "writeKey": config["writeKey"], "keys": config["keys"],
-                "resources": config["resources"], "provider": encryption.PROVIDER}
+                "resources": config["resources"], "provider": config["provider"], "kms": config["kms"]}
         if done(record, config):
             after = {**record, **base, "phase": "Current", "message": describe(config, record["rewritten"])}
             return report(after)

@@ -10,6 +10,10 @@ restore needs this file (docs/backup-restore.md). Pure, but for the random key.
 secretbox (XSalsa20 and Poly1305, 32-byte keys) is Kubernetes' strongest local provider: a random
 24-byte nonce per write, so no limit on writes per key (aesgcm needs a new key every 200,000
 writes) and authenticated (aescbc is not, and is open to padding-oracle attacks).
+
+With ``provider: KMSv2`` the user's KMS v2 plugin (``kms``: a sidecar in every karmada-apiserver
+pod, serving on ``KMS_SOCKET`` in a volume the two share) writes, and the secretbox keys stay as
+readers of what was stored before; ``kms`` set under Secretbox keeps the plugin as a reader.
 """
 
 from __future__ import annotations
@@ -26,6 +30,13 @@ PROVIDER = "secretbox"
 KEY_BYTES = 32
 DEFAULT_RESOURCES = ("secrets",)
 FIELD = "spec.apiServer.encryption"
+SECRETBOX, KMS_V2 = "Secretbox", "KMSv2"  # spec.apiServer.encryption.provider
+# Where the KMS v2 plugin serves, in the volume its sidecar shares with kube-apiserver
+KMS_SOCKET_DIR = "/var/run/kmsplugin"
+KMS_SOCKET = f"{KMS_SOCKET_DIR}/kms.sock"
+KMS_DEFAULT_TIMEOUT = "3s"
+# status.encryption.writeKey when the KMS writes (its values carry k8s:enc:kms:v2:<name>:)
+KMS_WRITE_KEY = "kms:{name}"
 # the prefix of a value karmada-apiserver stored with key ``name`` (as etcd holds it)
 PREFIX = "k8s:enc:secretbox:v1:{name}:"
 _KEY_NAME = re.compile(r"^key-([0-9]+)$")
@@ -45,8 +56,20 @@ def settings(api: Mapping[str, Any], record: Mapping[str, Any] | None = None) ->
     resources = list(dict.fromkeys(enc.get("resources") or DEFAULT_RESOURCES))
     if "secrets" not in resources:
         raise EncryptionError("resources must include secrets")
-    return {"enabled": bool(enc.get("enabled", True)), "resources": resources,
-            "rotation": rotation_phase(enc, record or {})}
+    provider = str(enc.get("provider") or SECRETBOX)
+    if provider not in (SECRETBOX, KMS_V2):
+        raise EncryptionError(f"provider {provider!r} is not {SECRETBOX} or {KMS_V2}")
+    kms = enc.get("kms") or None
+    if provider == KMS_V2 and not kms:
+        raise EncryptionError("provider KMSv2 needs kms (the plugin)")
+    rotation = rotation_phase(enc, record or {})
+    if provider == KMS_V2 and rotation == "Adding":
+        raise EncryptionError("rotation rotates the operator's own secretbox key; with provider KMSv2 the key "
+                              "is in your KMS: rotate it there")
+    return {"enabled": bool(enc.get("enabled", True)), "resources": resources, "rotation": rotation,
+            "provider": provider,
+            "kms": {"name": str(kms["name"]), "timeout": str(kms.get("timeout") or KMS_DEFAULT_TIMEOUT)}
+            if kms else None}
 
 
 # A key rotation (spec.apiServer.encryption.rotation.requestedAt), one karmada-apiserver roll per
@@ -127,10 +150,17 @@ def new_key(keys: list[dict[str, str]], random: Callable[[int], bytes] = os.uran
     return {"name": f"key-{max(numbers, default=0) + 1}", "secret": base64.b64encode(random(KEY_BYTES)).decode()}
 
 
-def config(keys: list[dict[str, str]], enabled: bool, resources: list[str]) -> str:
-    """The EncryptionConfiguration file."""
+def config(keys: list[dict[str, str]], enabled: bool, resources: list[str], provider: str = SECRETBOX,
+           kms: Mapping[str, str] | None = None) -> str:
+    """The EncryptionConfiguration file: the provider that writes first (identity when off), then
+    every other one that may have to read what was stored before."""
     box = {PROVIDER: {"keys": [dict(k) for k in keys]}}
-    providers = [box, {"identity": {}}] if enabled else [{"identity": {}}, box]
+    readers = [box]
+    if kms:
+        plugin = {"kms": {"apiVersion": "v2", "name": kms["name"], "endpoint": f"unix://{KMS_SOCKET}",
+                          "timeout": kms.get("timeout") or KMS_DEFAULT_TIMEOUT}}
+        readers = [plugin, box] if provider == KMS_V2 else [box, plugin]
+    providers = [*readers, {"identity": {}}] if enabled else [{"identity": {}}, *readers]
     doc = {"apiVersion": "apiserver.config.k8s.io/v1", "kind": "EncryptionConfiguration",
            "resources": [{"resources": list(resources), "providers": providers}]}
     return json.dumps(doc, indent=1, sort_keys=True) + "\n"
@@ -149,7 +179,7 @@ def ensure(existing: str | None, spec: Mapping[str, Any],
     if rotated != keys:
         keys = rotated
         reasons.append(f"rotation-{phase.lower()}")
-    text = config(keys, spec["enabled"], spec["resources"])
+    text = config(keys, spec["enabled"], spec["resources"], spec.get("provider") or SECRETBOX, spec.get("kms"))
     if existing and text != existing and not reasons:
         reasons.append("settings")
     return text, reasons
@@ -163,8 +193,10 @@ def write_key(text: str | None) -> str:
 
 def read(data: str | None) -> dict[str, Any] | None:
     """What a stored configuration says (``data``: the Secret's base64 value): ``enabled`` (a key
-    writes), ``writeKey`` (the first key), ``keys`` (names, in order) and ``resources``; None when
-    there is none or it cannot be read."""
+    writes), ``writeKey`` (the first provider's key: a secretbox key's name, or ``kms:<name>``),
+    ``provider`` (``secretbox`` or ``kms``), ``keys`` (the secretbox keys' names, in order),
+    ``kms`` (the plugin's name, "" without one) and ``resources``; None when there is none or it
+    cannot be read."""
     try:
         return _describe(_parse(base64.b64decode(data))) if data else None
     except ValueError:
@@ -177,5 +209,9 @@ def _describe(doc: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     entry = (doc.get("resources") or [{}])[0]
     providers = entry.get("providers") or []
-    return {"enabled": PROVIDER in (providers[0] if providers else {}), "writeKey": keys[0], "keys": keys,
-            "resources": list(entry.get("resources") or [])}
+    kms = next((str(p["kms"].get("name") or "") for p in providers if isinstance(p.get("kms"), dict)), "")
+    first = providers[0] if providers else {}
+    writer = "kms" if "kms" in first and kms else PROVIDER
+    return {"enabled": PROVIDER in first or writer == "kms",
+            "writeKey": KMS_WRITE_KEY.format(name=kms) if writer == "kms" else keys[0], "provider": writer,
+            "keys": keys, "kms": kms, "resources": list(entry.get("resources") or [])}

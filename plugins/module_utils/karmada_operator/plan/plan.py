@@ -485,11 +485,43 @@ def _apiserver_plan(spec: dict[str, Any], name: str, ns: str, domain: str, regis
                       field="spec.apiServer.extraArgs"),
         "pod": _pod(spec, api, int(api.get("replicas") or 1), selector_of("karmada-apiserver", name),
                     karmada_components.APISERVER_REQUESTS),
-        **_audit_pod(audit),
+        **_with_kms_socket(_audit_pod(audit), api),
+        # only with a plugin: the spec hash of a karmada-apiserver without one stays as it was
+        **({"kmsPlugin": plugin} if (plugin := _kms_plugin(api)) else {}),
         "externalLoadBalancer": {"addresses": list(lb.get("addresses") or []),
                                  "dnsNames": list(lb.get("dnsNames") or []), "port": int(lb.get("port") or 443)},
         "certSANs": list(api.get("certSANs") or []),
     }
+
+
+KMS_SOCKET_VOLUME = "kms-socket"
+
+
+def _with_kms_socket(extras: dict[str, Any], api: dict[str, Any]) -> dict[str, Any]:
+    """The volume kube-apiserver shares with the KMS v2 plugin (spec.apiServer.encryption.kms),
+    added to the pod's extra volumes and kube-apiserver's mounts."""
+    if not (api.get("encryption") or {}).get("kms"):
+        return extras
+    return {**extras, "extraVolumes": [*extras["extraVolumes"], {"name": KMS_SOCKET_VOLUME, "emptyDir": {}}],
+            "extraMounts": [*extras["extraMounts"],
+                            {"name": KMS_SOCKET_VOLUME, "mountPath": karmada_encryption.KMS_SOCKET_DIR}]}
+
+
+def _kms_plugin(api: dict[str, Any]) -> dict[str, Any] | None:
+    """The KMS v2 plugin's container (spec.apiServer.encryption.kms), a native sidecar: it starts
+    before kube-apiserver and stops after it, so kube-apiserver can decrypt until its last request
+    (a plain second container gets SIGTERM with it, during its preStop delay and drain). Held to
+    Pod Security "restricted" like every container; /tmp writable, the socket's volume shared."""
+    kms = (api.get("encryption") or {}).get("kms")
+    if not kms:
+        return None
+    requests = {"requests": dict(karmada_components.KMS_PLUGIN_REQUESTS)}
+    return {"name": "kms-plugin", "image": kms["image"], "restartPolicy": "Always",
+            "args": list(kms.get("args") or []), "env": list(kms.get("env") or []),
+            "resources": copy.deepcopy(kms.get("resources") or requests),
+            "securityContext": pod_security.container(),
+            "volumeMounts": [dict(pod_security.TMP_MOUNT),
+                             {"name": KMS_SOCKET_VOLUME, "mountPath": karmada_encryption.KMS_SOCKET_DIR}]}
 
 
 # Files karmada-apiserver does not reload while it runs (see _apiserver_plan's restartMounts).
