@@ -10,6 +10,7 @@ from typing import Any
 from karmada_operator.backup import plan as eb_plan
 from karmada_operator.etcd import run_as
 from karmada_operator.kube import ownership, pod_security
+from karmada_operator.kube.client import KubeError
 
 API_VERSION = "operator.karmada.io/v1alpha1"
 KIND = "EtcdBackup"
@@ -81,12 +82,17 @@ def last_json_line(log: str, key: str) -> dict[str, Any] | None:
 def with_user(kube: Any, plan: Mapping[str, Any], namespace: str) -> dict[str, Any]:
     """The plan with the user its pods run as when they write a volume (``storage.runAs``: user
     and reason): 65532 where the claim's volume takes fsGroup, root where it does not
-    (etcd/run_as.py ``claim_decision``). To S3 nothing is written but the staging emptyDir:
-    always 65532, the plan unchanged."""
+    (etcd/run_as.py ``claim_decision``), and root where that cannot be read (the reason says so,
+    as a restore's Jobs do: backup/restore.py ``with_users``). To S3 nothing is written but the
+    staging emptyDir: always 65532, the plan unchanged."""
     if plan["storage"]["type"] != "pvc":
         return dict(plan)
-    decided = run_as.claim_decision(kube, namespace, plan["storage"]["claimName"])
-    return {**plan, "storage": {**plan["storage"], "runAs": {"user": decided.user, "reason": decided.reason}}}
+    try:
+        decided = run_as.claim_decision(kube, namespace, plan["storage"]["claimName"])
+        user = {"user": decided.user, "reason": decided.reason}
+    except (run_as.RunAsError, KubeError) as exc:
+        user = {"user": pod_security.ROOT, "reason": f"whether the volume takes fsGroup could not be read: {exc}"}
+    return {**plan, "storage": {**plan["storage"], "runAs": user}}
 
 
 def security_contexts(plan: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
