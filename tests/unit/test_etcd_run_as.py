@@ -169,7 +169,8 @@ def test_backup_pods_to_a_volume_run_as_the_volume_allows():
     assert container_ctx["runAsUser"] == 0 and container_ctx["capabilities"] == {"drop": ["ALL"]}
     # what cannot be read: root, saying why (as a restore's Jobs)
     unread = eb_pod.with_user(Storage(error=KubeError(403, "Forbidden", "no")), plan, "ns")["storage"]["runAs"]
-    assert unread["user"] == "Root" and unread["reason"].startswith("whether the volume takes fsGroup could not be read")
+    assert unread["user"] == "Root"
+    assert unread["reason"].startswith("whether the volume takes fsGroup could not be read")
     s3 = {"storage": {"type": "s3"}}
     assert eb_pod.with_user(Storage(error=KubeError(500, "x", "never read")), s3, "ns") == s3
     assert eb_pod.security_contexts(s3) == (pod_security.pod(), pod_security.container())
