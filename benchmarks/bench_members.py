@@ -10,7 +10,9 @@ fit in 24 GiB, unless BENCH_MEMBERS_LIGHT=0.
 1. Our operator (the real ansible-operator with watches.yaml) installs one small Karmada
    (KarmadaDeployment ``bench`` in karmada-system, 1 etcd member, no members) and waits Ready.
 2. For each size N:
-   a. Ours: ``spec.members`` is set to N members (Push) in one patch; the figure is the time
+   a. Ours: ``spec.members`` is set to N members in one patch (every BENCH_MEMBERS_PULL_EVERY-th,
+      default 10th, in Pull mode with its karmada-agent on the host; the rest Push; provider,
+      four regions and three zones in turn); the figure is the time
       from the patch to status saying N/N joined, every Cluster Ready. Also printed: how long
       the member play itself took inside that reconcile (the ``Join or unjoin`` task, first
       start to last result, from ansible-runner's job events: all members run in parallel),
@@ -23,7 +25,10 @@ fit in 24 GiB, unless BENCH_MEMBERS_LIGHT=0.
       BENCH_DISTRIBUTION Deployments (default 1000; 0 skips it) created through karmada-apiserver
       at BENCH_DISTRIBUTION_RATE per second (default 10), each propagated to one member, from the
       create's acknowledgement until the member's watch delivers it: P50/P99 against Karmada's
-      published P99 (1.3 s Push) and the goal (P99 <= 1 s), as ratios.
+      published P99 (1.3 s Push, 0.99 s Pull) and the goal (P99 <= 1 s), as ratios, per mode.
+      Then churn (BENCH_MEMBERS_CHURN, default 10): that many members removed from spec in one
+      edit and added back in one, each timed, and every other member's Cluster compared before
+      and after (uid, generation, labels, annotations, finalizers, spec: all but its status).
    b. All members are removed from spec again and the operator unjoins them.
    c. Theirs: ``karmadactl join`` (built from the pinned Karmada module) once per member, one
       after the other (what a platform team's script does), against the same Karmada; the
@@ -76,7 +81,40 @@ TIMEOUT = float(os.environ.get("BENCH_MEMBERS_TIMEOUT", "1200"))
 # Deployments distributed at the largest size, one member each, created at DISTRIBUTION_RATE/s (0: skipped)
 DISTRIBUTION = int(os.environ.get("BENCH_DISTRIBUTION", "1000"))
 DISTRIBUTION_RATE = float(os.environ.get("BENCH_DISTRIBUTION_RATE", "10"))
+# Every PULL_EVERY-th member joins in Pull mode, its karmada-agent on the host (kwok runs no pods); 0: all Push
+PULL_EVERY = int(os.environ.get("BENCH_MEMBERS_PULL_EVERY", "10"))
+# Members removed and added back at the largest size (0: skipped)
+CHURN = int(os.environ.get("BENCH_MEMBERS_CHURN", "10"))
+REGIONS, ZONES = ("region-a", "region-b", "region-c", "region-d"), ("zone-1", "zone-2", "zone-3")
 NAME, NS = "bench", "karmada-system"
+
+
+def member_spec(member, index: int) -> dict:
+    """spec.members[] for the index-th member (1-based): a mix of Push and Pull, regions and zones."""
+    pull = PULL_EVERY > 0 and index % PULL_EVERY == 0
+    return {"name": member.name, "kubeconfigSecretRef": {"name": member.secret_name},
+            "syncMode": "Pull" if pull else "Push", **({"agentPlacement": "Host"} if pull else {}),
+            "provider": "kwok", "region": REGIONS[(index - 1) % len(REGIONS)],
+            "zones": [ZONES[(index - 1) % len(ZONES)]]}
+
+
+def members_spec(members) -> list[dict]:
+    return [member_spec(m, int(m.name.removeprefix("member"))) for m in members]
+
+
+def untouched_view(cluster: dict) -> dict:
+    """What of a Cluster must not move when other members come and go: all but its status (and
+    the resourceVersion and managedFields that a status write changes)."""
+    meta = cluster["metadata"]
+    return {"uid": meta.get("uid"), "generation": meta.get("generation"), "labels": meta.get("labels") or {},
+            "annotations": meta.get("annotations") or {}, "finalizers": meta.get("finalizers") or [],
+            "spec": cluster.get("spec") or {}}
+
+
+def touched(before: dict[str, dict], items: list[dict], names) -> list[str]:
+    """The Clusters of ``names`` whose untouched_view differs from ``before`` (or that are gone)."""
+    now = {c["metadata"]["name"]: untouched_view(c) for c in items}
+    return sorted(n for n in names if now.get(n) != before.get(n))
 
 
 def say(line: str) -> None:
@@ -196,7 +234,7 @@ PLAY: dict[str, float] = {}  # the member play's own duration and peak memory in
 
 
 def bench_ours(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess) -> tuple[float | None, str]:
-    spec = [{"name": m.name, "kubeconfigSecretRef": {"name": m.secret_name}, "syncMode": "Push"} for m in members]
+    spec = members_spec(members)
     # Start from a settled operator: no run in progress (the install's last run still
     # writing status would pick the edit up half-way).
     if not wait_until(lambda: quiet(fleet), 600, 1):
@@ -234,9 +272,45 @@ def bench_ours(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess
         return None, f"status says joined but Karmada's Clusters are {sorted(ready_clusters(fleet))}"
     names = {m.name for m in members}
     # At the 0.1 s printed, so docs/images/registration-<N>.svg drawn again from results.md is the same file.
-    PLAY["latencies"] = [round(secs, 1) for name, secs in
-                         registration_latencies(clusters(fleet) or [], patched_at).items() if name in names]
+    by_member = {name: round(secs, 1) for name, secs in
+                 registration_latencies(clusters(fleet) or [], patched_at).items() if name in names}
+    PLAY["latencies"] = list(by_member.values())
+    modes = {m["name"]: m["syncMode"] for m in spec}
+    PLAY["by_mode"] = {mode: [v for name, v in by_member.items() if modes[name] == mode]
+                       for mode in sorted(set(modes.values()))}
     return elapsed, detail
+
+
+def churn(fleet: karmada_e2e.Deployment, members, k: int) -> list[str]:
+    """At N members: the last ``k`` removed from spec in one edit, then added back in one: the time
+    of each (edit to status and Karmada's Clusters agreeing), and whether any other member's
+    Cluster moved (anything but its status) meanwhile."""
+    lines = []
+    n, stay, moved = len(members), members[:-k], members[-k:]
+    before = {c["metadata"]["name"]: untouched_view(c) for c in clusters(fleet) or []}
+    others = [m.name for m in stay]
+    start = time.monotonic()
+    set_members(fleet, members_spec(stay))
+    gone = wait_until(lambda: members_joined(fleet, len(stay)) and cluster_names(fleet) == set(others), TIMEOUT, 0.5)
+    removed = time.monotonic() - start
+    moved_names = [m.name for m in moved]
+    if not gone:
+        return [f"churn at {n} members: the {k} removed were not all unjoined after {TIMEOUT:.0f} s"]
+    hit = touched(before, clusters(fleet) or [], others)
+    lines.append(f"churn at {n} members: remove {k} ({', '.join(moved_names)}) in one spec edit: {removed:.1f} s to "
+                 f"unjoined; the other {len(others)} Clusters touched (anything but status): {len(hit)}"
+                 + (f" {hit[:5]}" if hit else ""))
+    start = time.monotonic()
+    set_members(fleet, members_spec(members))
+    back = wait_until(lambda: members_joined(fleet, n) and ready_clusters(fleet) == {m.name for m in members},
+                      TIMEOUT, 0.5)
+    added = time.monotonic() - start
+    if not back:
+        return [*lines, f"churn at {n} members: the {k} added back were not all Ready after {TIMEOUT:.0f} s"]
+    hit = touched(before, clusters(fleet) or [], others)
+    lines.append(f"churn at {n} members: add the {k} back in one spec edit: {added:.1f} s to Ready; the other "
+                 f"{len(others)} Clusters touched: {len(hit)}" + (f" {hit[:5]}" if hit else ""))
+    return lines
 
 
 def bench_theirs(fleet: karmada_e2e.Deployment, members, karmadactl: Path) -> tuple[float | None, str]:
@@ -291,6 +365,11 @@ def measure(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess, k
     if play.get("latencies"):
         for line in registration_report(n, play["latencies"]):
             say(line)
+        for mode, values in (play.get("by_mode") or {}).items():
+            if values and len(play["by_mode"]) > 1:
+                ordered = sorted(values)
+                say(f"join {n} members  registration latency, the {len(values)} {mode} members: "
+                    + ", ".join(f"{name} {percentile(ordered, q):.1f} s" for name, q in PERCENTILES.items()))
         if n == SIZES[-1]:
             draw_registration(n, play["latencies"])
     if "memory" in play:
@@ -301,12 +380,19 @@ def measure(fleet: karmada_e2e.Deployment, members, operator: OperatorProcess, k
             "member (utime + stime of ansible-operator and every process it started, patch to the last run's end)")
     if ours[0] is not None and n == SIZES[-1] and DISTRIBUTION > 0:
         try:
-            latencies, missing = distribution.measure(fleet.kubeconfig(), {m.name: m.kubeconfig for m in members},
+            by_member, missing = distribution.measure(fleet.kubeconfig(), {m.name: m.kubeconfig for m in members},
                                                       DISTRIBUTION, DISTRIBUTION_RATE)
-            say(f"join {n} members  " + distribution.report(n, "Push", latencies, missing)
-                + f" (created at {DISTRIBUTION_RATE:.0f}/s)")
+            modes = {m["name"]: m["syncMode"] for m in members_spec(members)}
+            for mode in sorted(set(modes.values())):
+                values = [v for name, vs in by_member.items() if modes[name] == mode for v in vs]
+                lost = sum(count for name, count in missing.items() if modes[name] == mode)
+                say(f"join {n} members  " + distribution.report(n, mode, values, lost)
+                    + f" (created at {DISTRIBUTION_RATE:.0f}/s over all {n} members)")
         except Exception as exc:  # noqa: BLE001 (a figure not measured is said, the join figures stand)
             say(f"join {n} members  distribution latency not measured: {type(exc).__name__}: {exc}")
+    if ours[0] is not None and n == SIZES[-1] and 0 < CHURN < n:
+        for line in churn(fleet, members, CHURN):
+            say(line)
     set_members(fleet, [])
     if not wait_until(lambda: not fleet.get().get("status", {}).get("members") and not cluster_names(fleet),
                       TIMEOUT, 1):

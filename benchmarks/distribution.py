@@ -85,9 +85,10 @@ class _Watcher(threading.Thread):
 
 
 def measure(karmada_kubeconfig: Path, members: Mapping[str, Path], count: int, rate: float = 10.0,
-            timeout: float = 600.0) -> tuple[list[float], int]:
-    """Latencies in seconds of the objects that arrived, and how many did not within ``timeout``
-    after the last create. ``members``: name -> kubeconfig of each member (all joined, Ready)."""
+            timeout: float = 600.0) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Per member the objects went to: the latencies in seconds of those that arrived, and how
+    many did not within ``timeout`` after the last create. ``members``: name -> kubeconfig of each
+    member (all joined, Ready)."""
     karmada = _api(karmada_kubeconfig)
     core, custom = client.CoreV1Api(karmada), client.CustomObjectsApi(karmada)
     apps = client.AppsV1Api(karmada)
@@ -117,13 +118,15 @@ def measure(karmada_kubeconfig: Path, members: Mapping[str, Path], count: int, r
     for w in watchers:
         w.ready.wait(60)
     acked: dict[str, float] = {}
+    target: dict[str, str] = {}
     start = time.monotonic()
     for i in range(count):
         name = f"d-{i:05d}"
         pause = start + i / rate - time.monotonic()
         if pause > 0:
             time.sleep(pause)
-        apps.create_namespaced_deployment(NAMESPACE, _deployment(name, names[i % len(names)]))
+        target[name] = names[i % len(names)]
+        apps.create_namespaced_deployment(NAMESPACE, _deployment(name, target[name]))
         acked[name] = time.monotonic()
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -133,9 +136,14 @@ def measure(karmada_kubeconfig: Path, members: Mapping[str, Path], count: int, r
         time.sleep(0.2)
     for w in watchers:
         w.stop.set()
+    latencies: dict[str, list[float]] = {m: [] for m in names}
+    missing: dict[str, int] = dict.fromkeys(names, 0)
     with lock:
-        latencies = [seen[n] - t for n, t in acked.items() if n in seen]
-        missing = sum(1 for n in acked if n not in seen)
+        for n, t in acked.items():
+            if n in seen:
+                latencies[target[n]].append(seen[n] - t)
+            else:
+                missing[target[n]] += 1
     with contextlib.suppress(client.ApiException):
         core.delete_namespace(NAMESPACE)
     return latencies, missing

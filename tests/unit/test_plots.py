@@ -197,3 +197,29 @@ def test_the_distribution_line_gives_percentiles_and_ratios_to_the_reference_and
     policy = distribution._policy("member7")
     assert policy["spec"]["placement"] == {"clusterAffinity": {"clusterNames": ["member7"]}}
     assert policy["spec"]["resourceSelectors"][0]["labelSelector"] == {"matchLabels": {distribution.LABEL: "member7"}}
+
+
+def test_the_member_mix_and_what_churn_counts_as_touching_another_member():
+    from types import SimpleNamespace
+
+    import bench_members
+
+    members = [SimpleNamespace(name=f"member{i}", secret_name=f"member{i}-kubeconfig") for i in range(1, 21)]
+    spec = bench_members.members_spec(members)
+    pull = [m["name"] for m in spec if m["syncMode"] == "Pull"]
+    assert pull == ["member10", "member20"] and all(m["agentPlacement"] == "Host" for m in spec if m["name"] in pull)
+    assert all("agentPlacement" not in m for m in spec if m["name"] not in pull)
+    assert {m["region"] for m in spec} == set(bench_members.REGIONS)
+    assert {z for m in spec for z in m["zones"]} == set(bench_members.ZONES)
+
+    def cluster(name, rv, generation=1, ready="True", taints=()):
+        return {"metadata": {"name": name, "uid": f"u-{name}", "resourceVersion": rv, "generation": generation},
+                "spec": {"syncMode": "Push", "taints": list(taints)},
+                "status": {"conditions": [{"type": "Ready", "status": ready}]}}
+
+    before = {c["metadata"]["name"]: bench_members.untouched_view(c) for c in [cluster("a", "1"), cluster("b", "1")]}
+    # a status write moves the resourceVersion only: not touched
+    assert bench_members.touched(before, [cluster("a", "9", ready="False"), cluster("b", "1")], ["a", "b"]) == []
+    # a spec change (generation), or a Cluster gone, is
+    moved = [cluster("a", "9", generation=2, taints=[{"key": "k", "effect": "NoSchedule"}])]
+    assert bench_members.touched(before, moved, ["a", "b"]) == ["a", "b"]
