@@ -423,3 +423,20 @@ def test_the_rendered_karmada_apiserver_pod_carries_the_plugin_and_the_socket_vo
     (apiserver,) = pod["containers"]
     assert {"name": "kms-socket", "mountPath": "/var/run/kmsplugin"} in apiserver["volumeMounts"]
     assert {"name": "kms-socket", "emptyDir": {}} in pod["volumes"]
+
+
+def test_the_certificates_step_renders_the_kms_provider_the_plan_asks_for():
+    """What the karmada_pki module receives (the plan's pki input) and writes: the KMS first
+    (a second reading of the input once dropped provider and kms, so the configuration stayed
+    secretbox while the plan added the sidecar)."""
+    from karmada_operator.pki import pki
+
+    def pki_input(plan):
+        return {"namespace": "ns", "name": "k", "apiServer": plan["pki"]["api_server"], "etcd": plan["pki"]["etcd"]}
+
+    result = pki.reconcile_pki(pki_input(build_plan(kms_spec(timeout="4s"))), existing={})
+    kms, box, identity = providers(result.files[encryption.FILE])
+    assert kms["kms"]["name"] == "vault" and kms["kms"]["timeout"] == "4s" and "secretbox" in box
+    plain = pki.reconcile_pki(pki_input(build_plan({"metadata": {"name": "k", "namespace": "ns"}, "spec": {}})),
+                              existing={})
+    assert [next(iter(p)) for p in providers(plain.files[encryption.FILE])] == ["secretbox", "identity"]

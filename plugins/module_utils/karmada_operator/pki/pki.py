@@ -396,8 +396,8 @@ def parse_spec(data: Mapping[str, Any]) -> PkiSpec:
 
 
 def _encryption_settings(api: Mapping[str, Any]) -> dict[str, Any] | None:
-    """apiServer.encryption as the plan made it (encryption.settings: enabled, resources, rotation;
-    the plan and the CRD have refused a list without secrets)."""
+    """apiServer.encryption as the plan made it (encryption.settings: enabled, resources, rotation,
+    provider, kms; the plan and the CRD have refused a list without secrets and KMSv2 without kms)."""
     enc = api.get("encryption")
     if enc is None:
         return None
@@ -405,7 +405,14 @@ def _encryption_settings(api: Mapping[str, Any]) -> dict[str, Any] | None:
     rotation = str(enc.get("rotation") or "")
     if rotation and rotation not in encryption.ROTATION_PHASES:
         raise PkiInputError("apiServer.encryption.rotation", f"unknown phase {rotation!r}")
-    return {"enabled": bool(enc.get("enabled", True)), "resources": resources, "rotation": rotation}
+    provider = str(enc.get("provider") or encryption.SECRETBOX)
+    kms = enc.get("kms") or None
+    if provider not in (encryption.SECRETBOX, encryption.KMS_V2) or (provider == encryption.KMS_V2 and not kms):
+        raise PkiInputError("apiServer.encryption.provider", f"{provider!r} without a KMS plugin or unknown")
+    return {"enabled": bool(enc.get("enabled", True)), "resources": resources, "rotation": rotation,
+            "provider": provider,
+            "kms": {"name": str(kms["name"]), "timeout": str(kms.get("timeout") or encryption.KMS_DEFAULT_TIMEOUT)}
+            if kms else None}
 
 
 ROTATION_PHASES = ("Trusting", "Reissuing", "Dropping")
