@@ -476,6 +476,8 @@ def test_a_kms_v2_plugin_takes_over_and_every_secret_moves_to_it_without_an_outa
     host = fleet.host
     key = base64.b64encode(bytes(range(100, 132))).decode()
     fleet.extra["kms_key"] = key  # for the key-leak test below
+    # the user's Secret (the operator neither owns nor deletes it): one left by an earlier run replaced
+    host.kubectl("delete", "secret", "kms-plugin-key", "-n", NS, "--ignore-not-found")
     host.kubectl("create", "secret", "generic", "kms-plugin-key", "-n", NS, f"--from-literal=key={key}")
     name = "before-kms"
     fleet.karmadactl("create", "secret", "generic", name, "-n", "default", "--from-literal=token=kept-through-kms")
