@@ -45,7 +45,14 @@ esac
 N=${1:-${MEMBERS:-2}}
 M=${2:-${NODES:-3}}
 [[ $N =~ ^[0-9]+$ && $M =~ ^[0-9]+$ ]] || die "usage: members.sh N M | --down | --list"
-((N <= 50)) || die "at most 50 members (their address ranges are 10.(100+i).0.0/16 and 10.(200+i).0.0/16)"
+# Ports: KO_MEMBER_PORT_BASE + i, +100+i, +200+i, +300+i for member i's processes: 100 at most.
+((N <= 100)) || die "at most 100 members (each takes the ports KO_MEMBER_PORT_BASE + i, +100, +200, +300)"
+
+# Member i's service range and its kwok nodes' pod range (fake addresses, never routed): a /16
+# each up to member 50 (as they always were), a /24 each from 51 on (10.150.x.0/24, 10.151.x.0/24).
+service_cidr() { if (($1 <= 50)); then echo "10.$((200 + $1)).0.0/16"; else echo "10.150.$(($1 - 51)).0/24"; fi; }
+service_ip() { if (($1 <= 50)); then echo "10.$((200 + $1)).0.1"; else echo "10.150.$(($1 - 51)).1"; fi; }
+pod_cidr() { if (($1 <= 50)); then echo "10.$((100 + $1)).0.1/16"; else echo "10.151.$(($1 - 51)).1/24"; fi; }
 need_root
 need_bin etcd etcdctl kube-apiserver kube-controller-manager kube-scheduler kwok kubectl
 host_up || die "the host cluster is not running: hack/testenv/up.sh first"
@@ -109,7 +116,7 @@ for ((i = 1; i <= N; i++)); do
   pki_ca "$pki" ca "$name-ca"
   pki_sa_key "$pki"
   pki_cert "$pki" ca apiserver "$name-apiserver" "" server kubernetes kubernetes.default \
-    kubernetes.default.svc "kubernetes.default.svc.$KO_CLUSTER_DOMAIN" localhost 127.0.0.1 "$KO_NODE_IP" "10.$((200 + i)).0.1"
+    kubernetes.default.svc "kubernetes.default.svc.$KO_CLUSTER_DOMAIN" localhost 127.0.0.1 "$KO_NODE_IP" "$(service_ip "$i")"
   pki_cert "$pki" ca admin "$name-admin" system:masters client
   # The kubeconfig users get (node address) and the one the member's own controllers use.
   [ -f "$dir/kubeconfig" ] ||
@@ -124,7 +131,7 @@ for ((i = 1; i <= N; i++)); do
     --client-ca-file "$pki/ca.crt" \
     --service-account-issuer "https://kubernetes.default.svc.$KO_CLUSTER_DOMAIN" \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-    --service-cluster-ip-range "10.$((200 + i)).0.0/16" \
+    --service-cluster-ip-range "$(service_cidr "$i")" \
     --authorization-mode Node,RBAC --allow-privileged=true --profiling=false --v=1 \
     --shutdown-watch-termination-grace-period 5s
 done
@@ -140,7 +147,7 @@ for ((i = 1; i <= N; i++)); do
     --bind-address 127.0.0.1 --secure-port $((KO_MEMBER_PORT_BASE + 100 + i)) --leader-elect=false \
     --root-ca-file "$dir/pki/ca.crt" --service-account-private-key-file "$dir/pki/sa.key" \
     --use-service-account-credentials=true --controllers "$controllers" \
-    --service-cluster-ip-range "10.$((200 + i)).0.0/16" --profiling=false --v=1
+    --service-cluster-ip-range "$(service_cidr "$i")" --profiling=false --v=1
   [ "$light" = 1 ] || start_bg "$name-scheduler" kube-scheduler \
     --kubeconfig "$dir/local.kubeconfig" --authentication-kubeconfig "$dir/local.kubeconfig" \
     --authorization-kubeconfig "$dir/local.kubeconfig" \
@@ -153,7 +160,7 @@ options:
 KWOK
   start_bg "$name-kwok" kwok --kubeconfig "$dir/local.kubeconfig" -c "$dir/kwok.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
-    --cidr "10.$((100 + i)).0.1/16" --node-ip "$KO_NODE_IP" \
+    --cidr "$(pod_cidr "$i")" --node-ip "$KO_NODE_IP" \
     --server-address "127.0.0.1:$((KO_MEMBER_PORT_BASE + 300 + i))"
 
   ensure_nodes "$name" "$M" "$dir/local.kubeconfig"
