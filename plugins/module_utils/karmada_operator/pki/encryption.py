@@ -56,20 +56,26 @@ def settings(api: Mapping[str, Any], record: Mapping[str, Any] | None = None) ->
     resources = list(dict.fromkeys(enc.get("resources") or DEFAULT_RESOURCES))
     if "secrets" not in resources:
         raise EncryptionError("resources must include secrets")
+    provider, kms = provider_settings(enc)
+    rotation = rotation_phase(enc, record or {})
+    if provider == KMS_V2 and rotation == "Adding":
+        raise EncryptionError("rotation rotates the operator's own secretbox key; with provider KMSv2 the key "
+                              "is in your KMS: rotate it there")
+    return {"enabled": bool(enc.get("enabled", True)), "resources": resources, "rotation": rotation,
+            "provider": provider, "kms": kms}
+
+
+def provider_settings(enc: Mapping[str, Any]) -> tuple[str, dict[str, str] | None]:
+    """(provider, the KMS plugin's name and timeout or None) of spec.apiServer.encryption, or of
+    the settings() made from it (the certificates step reads them back with this)."""
     provider = str(enc.get("provider") or SECRETBOX)
     if provider not in (SECRETBOX, KMS_V2):
         raise EncryptionError(f"provider {provider!r} is not {SECRETBOX} or {KMS_V2}")
     kms = enc.get("kms") or None
     if provider == KMS_V2 and not kms:
         raise EncryptionError("provider KMSv2 needs kms (the plugin)")
-    rotation = rotation_phase(enc, record or {})
-    if provider == KMS_V2 and rotation == "Adding":
-        raise EncryptionError("rotation rotates the operator's own secretbox key; with provider KMSv2 the key "
-                              "is in your KMS: rotate it there")
-    return {"enabled": bool(enc.get("enabled", True)), "resources": resources, "rotation": rotation,
-            "provider": provider,
-            "kms": {"name": str(kms["name"]), "timeout": str(kms.get("timeout") or KMS_DEFAULT_TIMEOUT)}
-            if kms else None}
+    return provider, ({"name": str(kms["name"]), "timeout": str(kms.get("timeout") or KMS_DEFAULT_TIMEOUT)}
+                      if kms else None)
 
 
 # A key rotation (spec.apiServer.encryption.rotation.requestedAt), one karmada-apiserver roll per

@@ -405,14 +405,12 @@ def _encryption_settings(api: Mapping[str, Any]) -> dict[str, Any] | None:
     rotation = str(enc.get("rotation") or "")
     if rotation and rotation not in encryption.ROTATION_PHASES:
         raise PkiInputError("apiServer.encryption.rotation", f"unknown phase {rotation!r}")
-    provider = str(enc.get("provider") or encryption.SECRETBOX)
-    kms = enc.get("kms") or None
-    if provider not in (encryption.SECRETBOX, encryption.KMS_V2) or (provider == encryption.KMS_V2 and not kms):
-        raise PkiInputError("apiServer.encryption.provider", f"{provider!r} without a KMS plugin or unknown")
+    try:
+        provider, kms = encryption.provider_settings(enc)
+    except encryption.EncryptionError as err:
+        raise PkiInputError("apiServer.encryption.provider", err.message) from err
     return {"enabled": bool(enc.get("enabled", True)), "resources": resources, "rotation": rotation,
-            "provider": provider,
-            "kms": {"name": str(kms["name"]), "timeout": str(kms.get("timeout") or encryption.KMS_DEFAULT_TIMEOUT)}
-            if kms else None}
+            "provider": provider, "kms": kms}
 
 
 ROTATION_PHASES = ("Trusting", "Reissuing", "Dropping")
