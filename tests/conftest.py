@@ -73,6 +73,19 @@ def module_table(seconds: dict[str, float], outcomes: dict[str, dict[str, int]])
     return rows
 
 
+def slowest_waits(terminalreporter, count: int = 40, at_least: float = 10.0) -> None:
+    """The longest waits of the run (support/waiting.py), each with its test: where the time of
+    the slowest tests went, in the log of every run (pytest's --durations says which tests)."""
+    from support import waiting
+
+    waits = sorted((w for w in waiting.WAITS if w[2] >= at_least), key=lambda w: -w[2])[:count]
+    if not waits:
+        return
+    terminalreporter.section(f"slowest {len(waits)} waits (>= {at_least:.0f}s)")
+    for test, what, seconds in waits:
+        terminalreporter.write_line(f"{seconds:7.1f}s  {test}  {what[:140]}")
+
+
 def pytest_terminal_summary(terminalreporter):
     if not _MODULE_SECONDS:
         return
@@ -80,6 +93,7 @@ def pytest_terminal_summary(terminalreporter):
     rows = module_table(_MODULE_SECONDS, _MODULE_OUTCOMES)
     for row in rows:
         terminalreporter.write_line(row)
+    slowest_waits(terminalreporter)
     target = os.environ.get("KO_MODULE_SECONDS_FILE")
     if target:
         Path(target).write_text("\n".join(rows) + "\n")

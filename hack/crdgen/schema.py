@@ -625,6 +625,14 @@ def encryption_schema() -> Schema:
             cel(f"!has(self.provider) || self.provider != '{karmada_encryption.KMS_V2}' || !has(self.rotation)",
                 "spec.apiServer.encryption.rotation rotates the operator's own secretbox key: with provider KMSv2 "
                 "the key is in your KMS, rotate it there (docs/security.md#a-kms-v2-plugin)"),
+            # Leaving KMSv2 and dropping the plugin in one edit would leave every value it stored
+            # unreadable: the plugin stays a reader until Secretbox has rewritten them (the
+            # operator checks that too, from status.encryption: encryption.settings).
+            cel(f"!has(oldSelf.kms) || !has(oldSelf.provider) || oldSelf.provider != '{karmada_encryption.KMS_V2}' "
+                "|| has(self.kms)",
+                "spec.apiServer.encryption.kms cannot be removed in the edit that leaves provider KMSv2: set provider "
+                "Secretbox first, remove kms once every object is rewritten (status.encryption.writeKey no longer "
+                "kms:<name>)"),
         ]},
     )
 

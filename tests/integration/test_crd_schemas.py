@@ -594,7 +594,7 @@ def test_an_encrypted_resource_cannot_be_removed_from_the_list(apiserver):
         apiserver.kubectl("delete", "karmadadeployment", obj["metadata"]["name"], "-n", "karmada-system")
 
 
-def test_the_kms_plugins_name_cannot_change_and_kms_may_go_back_to_a_reader(apiserver):
+def test_the_kms_plugins_name_cannot_change_and_kms_may_go_back_to_a_reader_before_it_goes(apiserver):
     obj = copy.deepcopy(load_sample("KarmadaDeployment"))
     obj["metadata"]["name"] = "update-encryption-kms"
     obj["spec"]["apiServer"]["encryption"] = {"provider": "KMSv2", "kms": {"name": "vault", "image": "kms:v1"}}
@@ -611,6 +611,21 @@ def test_the_kms_plugins_name_cannot_change_and_kms_may_go_back_to_a_reader(apis
         back["spec"]["apiServer"]["encryption"]["provider"] = "Secretbox"
         result = apiserver.kubectl("replace", "--dry-run=server", "-o", "yaml", "-f", "-",
                                    input_text=yaml.safe_dump(back), check=False)
+        assert result.returncode == 0, result.stderr
+        # leaving KMSv2 and dropping the plugin in the same edit: what it stored would be unreadable
+        dropped = copy.deepcopy(back)
+        del dropped["spec"]["apiServer"]["encryption"]["kms"]
+        result = apiserver.kubectl("replace", "--dry-run=server", "-o", "yaml", "-f", "-",
+                                   input_text=yaml.safe_dump(dropped), check=False)
+        assert result.returncode != 0
+        assert ("spec.apiServer.encryption.kms cannot be removed in the edit that leaves provider KMSv2"
+                in result.stderr), result.stderr
+        # from Secretbox (the plugin a reader), the CRD lets it go: the operator checks status first
+        reader = yaml.safe_load(apiserver.kubectl("replace", "-o", "yaml", "-f", "-",
+                                                  input_text=yaml.safe_dump(back)).stdout)
+        del reader["spec"]["apiServer"]["encryption"]["kms"]
+        result = apiserver.kubectl("replace", "--dry-run=server", "-o", "yaml", "-f", "-",
+                                   input_text=yaml.safe_dump(reader), check=False)
         assert result.returncode == 0, result.stderr
     finally:
         apiserver.kubectl("delete", "karmadadeployment", obj["metadata"]["name"], "-n", "karmada-system")

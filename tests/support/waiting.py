@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from typing import Any
+
+# Every wait that ended, in order: (the test running it, what, seconds). The run's summary lists
+# the longest (tests/conftest.py), so a CI log says where a module's time went without -s.
+WAITS: list[tuple[str, str, float]] = []
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str,
@@ -18,7 +23,10 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str,
         value = predicate()
         if value:
             # shown with -s, or with a failing test's captured output: where a test's time goes
-            print(f"[waited {time.monotonic() - start:.1f}s for {what}]", flush=True)
+            waited = time.monotonic() - start
+            print(f"[waited {waited:.1f}s for {what}]", flush=True)
+            test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+            WAITS.append((test, what, waited))
             return value
         if time.monotonic() >= deadline:
             detail = f"\n{log()}" if log else ""

@@ -131,6 +131,40 @@ def test_kms_without_its_plugin_or_with_the_operators_key_rotation_is_refused_na
     assert encryption.settings(rotating, record)["rotation"] == "Dropping"
 
 
+def test_the_plugin_cannot_go_while_values_may_still_be_stored_through_it():
+    """kms removed from the spec while status.encryption says the running configuration has the
+    plugin and not every object has been rewritten under a secretbox key since: the plan refuses,
+    naming the field, before anything changes. Once the rewrite for the secretbox key is done
+    (or before any KMS was there) it may go."""
+    plain = {"encryption": {"provider": "Secretbox"}}
+    rewritten_kms = {"enabled": True, "writeKey": "kms:vault", "resources": ["secrets"]}
+    under_kms = {"enabled": True, "writeKey": "kms:vault", "provider": "kms", "kms": "vault",
+                 "resources": ["secrets"], "rewritten": rewritten_kms}
+    switched_back = {**under_kms, "writeKey": "key-1", "provider": "secretbox"}  # rolled, rewrite still to do
+    moved = {**switched_back, "rewritten": {"enabled": True, "writeKey": "key-1", "resources": ["secrets"]}}
+    for record in (under_kms, switched_back, {**moved, "resources": ["secrets", "configmaps"]}):
+        assert encryption.kms_still_holding(record) == "vault", record
+        with pytest.raises(encryption.EncryptionError, match="kms: values may still be stored through the KMS "
+                                                             "v2 plugin vault") as err:
+            encryption.settings(plain, record)
+        assert err.value.field == "spec.apiServer.encryption"
+        # kept in the spec, nothing is refused
+        assert encryption.settings({"encryption": {"provider": "Secretbox", "kms": KMS}}, record)["kms"]
+    cr = {"metadata": {"name": "k", "namespace": "ns"}, "spec": {"apiServer": plain},
+          "status": {"encryption": switched_back}}
+    with pytest.raises(PlanError) as err:
+        build_plan(cr)
+    assert err.value.field == "spec.apiServer.encryption" and "Put kms back" in str(err.value)
+    # every object rewritten under key-1: the plugin may go; switched off and rewritten in plain text too
+    assert encryption.kms_still_holding(moved) == ""
+    assert encryption.settings(plain, moved)["kms"] is None
+    off = {**moved, "enabled": False, "rewritten": {"enabled": False, "writeKey": "", "resources": ["secrets"]}}
+    assert encryption.kms_still_holding(off) == ""
+    # never had a plugin, or no status at all: nothing to hold
+    assert encryption.kms_still_holding({**moved, "kms": ""}) == ""
+    assert encryption.settings(plain, {})["provider"] == "Secretbox"
+
+
 def test_the_plugin_runs_as_a_restricted_native_sidecar_sharing_the_socket_with_kube_apiserver():
     api = build_plan(kms_spec(timeout="5s", resources={"requests": {"cpu": "20m"}}))["apiserver"]
     plugin = api["kmsPlugin"]

@@ -61,8 +61,38 @@ def settings(api: Mapping[str, Any], record: Mapping[str, Any] | None = None) ->
     if provider == KMS_V2 and rotation == "Adding":
         raise EncryptionError("rotation rotates the operator's own secretbox key; with provider KMSv2 the key "
                               "is in your KMS: rotate it there")
+    held = kms_still_holding(record or {})
+    if held and not kms:
+        raise EncryptionError(f"kms: values may still be stored through the KMS v2 plugin {held} "
+                              f"(status.encryption: {_where(record or {})}); without it karmada-apiserver could "
+                              "not read them. Put kms back, with provider Secretbox, and remove it once every "
+                              "object is rewritten under a secretbox key (status.encryption.rewritten.writeKey "
+                              "equal to status.encryption.writeKey, not kms:<name>)")
     return {"enabled": bool(enc.get("enabled", True)), "resources": resources, "rotation": rotation,
             "provider": provider, "kms": kms}
+
+
+def kms_still_holding(record: Mapping[str, Any]) -> str:
+    """The KMS plugin's name while values may still be stored through it, "" once none can be,
+    from status.encryption (``record``, the encryption rewrite's): the running configuration lists
+    a KMS plugin and either it writes or the last rewrite of every object was not for the key that
+    writes now. Dropping the plugin before then would leave those values unreadable."""
+    name = str(record.get("kms") or "")
+    if not name:
+        return ""
+    enabled = bool(record.get("enabled"))
+    writes = str(record.get("writeKey") or "") if enabled else ""
+    rewritten = record.get("rewritten") or {}
+    moved = (record.get("provider") != "kms" and bool(rewritten)
+             and bool(rewritten.get("enabled")) == enabled and str(rewritten.get("writeKey") or "") == writes
+             and set(record.get("resources") or []) <= set(rewritten.get("resources") or []))
+    return "" if moved else name
+
+
+def _where(record: Mapping[str, Any]) -> str:
+    rewritten = (record.get("rewritten") or {}).get("writeKey")
+    return (f"writeKey {record.get('writeKey') or '-'}, "
+            f"last rewrite {'for ' + str(rewritten) if rewritten is not None else 'none'}")
 
 
 def provider_settings(enc: Mapping[str, Any]) -> tuple[str, dict[str, str] | None]:
