@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -435,6 +436,9 @@ def main() -> int:
         subprocess.run([str(HACK / "build-bins.sh"), "karmadactl"], check=True, capture_output=True, text=True,
                        timeout=1800)
     work = Path(tempfile.mkdtemp(prefix="ko-members-bench-"))
+    # The runner's records of an earlier, interrupted bench: a run killed with it never wrote its
+    # status, and quiet() would wait for it for ever.
+    shutil.rmtree(karmada_e2e.RUNNER_ROOT / NS / NAME, ignore_errors=True)
     crds = serve()
     operator = None
     try:

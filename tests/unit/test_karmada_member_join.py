@@ -235,3 +235,30 @@ def test_waits_poll_quickly_first_then_every_poll_seconds():
 def test_a_wait_that_never_succeeds_returns_the_last_answer_at_its_deadline():
     j = mj.Joiner(mj.MemberSpec(name="m1"), clients=None, poll=0.01, sleep=lambda s: None)
     assert j._until(lambda: None, timeout=0.05) is None
+
+
+def test_an_api_server_not_reached_is_named_for_the_cluster_it_belongs_to():
+    """A call that reached no API server is the member's problem when it was the member's
+    (MemberUnreachable), Karmada's otherwise: the 50-member bench had every member "Failed
+    KarmadaUnreachable: cannot reach the Kubernetes API at <the member's address>"."""
+    from karmada_operator.kube.client import Kube, KubeError
+
+    member = Kube.from_kubeconfig({
+        "apiVersion": "v1", "kind": "Config", "current-context": "m",
+        "clusters": [{"name": "m", "cluster": {"server": "https://192.0.2.2:16441"}}],
+        "users": [{"name": "m", "user": {"token": "t"}}],
+        "contexts": [{"name": "m", "context": {"cluster": "m", "user": "m"}}]})
+    clients = mj.Clients(host=None, karmada_factory=lambda: None, member_kubeconfig=lambda: {})
+    j = mj.Joiner(mj.MemberSpec(name="m1"), clients=clients)
+    down = KubeError(0, "Unreachable", "cannot reach the Kubernetes API at https://192.0.2.2:16441: timed out",
+                     server="https://192.0.2.2:16441")
+    j._record(down, api_state="Failed")
+    assert j.result.reason == "KarmadaUnreachable"  # the member's client was never made: not the member's call
+    clients._member = member
+    j._record(down, api_state="Failed")
+    assert (j.result.state, j.result.reason) == ("Failed", "MemberUnreachable")
+    j._record(KubeError(0, "Unreachable", "cannot reach the Kubernetes API at https://10.0.0.1:5443: refused",
+                        server="https://10.0.0.1:5443"), api_state="Failed")
+    assert j.result.reason == "KarmadaUnreachable"
+    j._record(KubeError(403, "Forbidden", "no"), api_state="Unjoining")
+    assert (j.result.state, j.result.reason) == ("Unjoining", "ApiForbidden")

@@ -45,11 +45,12 @@ PAGE_SIZE = 500
 class KubeError(Exception):
     """A failed call, with the HTTP status (0 when the server was not reached) and a short reason."""
 
-    def __init__(self, status: int, reason: str, message: str):
+    def __init__(self, status: int, reason: str, message: str, server: str = ""):
         super().__init__(message)
         self.status = status
         self.reason = reason
         self.message = message
+        self.server = server  # the API server not reached (status 0), when known
 
 
 class KubeConfigError(ValueError):
@@ -389,8 +390,8 @@ class Kube:
         except ApiException as exc:
             raise _api_error(exc, hide) from None  # the exception's body may echo what we sent
         except (HTTPError, OSError) as exc:
-            raise KubeError(0, "Unreachable",
-                            f"cannot reach the Kubernetes API at {self.server}: {root_cause(exc)}") from exc
+            raise KubeError(0, "Unreachable", f"cannot reach the Kubernetes API at {self.server}: {root_cause(exc)}",
+                            server=self.server) from exc
 
     def dynamic(self) -> Any:
         """The kubernetes.dynamic.DynamicClient (made at first use: it reads discovery)."""

@@ -580,8 +580,14 @@ class Joiner:
             self.result.state, self.result.reason = exc.state, exc.reason
         else:
             self.result.state = api_state
-            self.result.reason = "KarmadaUnreachable" if exc.status == 0 else f"Api{exc.reason}"
+            self.result.reason = f"Api{exc.reason}" if exc.status else self._unreachable(exc)
         self.result.message = exc.message
+
+    def _unreachable(self, exc: KubeError) -> str:
+        """Which API server a call that reached none was for: the member's or Karmada's."""
+        member = self.clients._member
+        return "MemberUnreachable" if member is not None and exc.server and exc.server == member.server \
+            else "KarmadaUnreachable"
 
     # ---- join
 
