@@ -10,9 +10,7 @@ were issued; the reconcile period is the default, 10 minutes (watches.yaml, no a
 renewal that waited for the periodic reconcile would come after the leaves expired. The operator
 asks the runtime to come back when the next certificate is due (requeue_after).
 
-First, within the leaves' first two minutes (so it costs the module no time), an encryption key
-rotation with both karmada-apiserver replicas and /readyz polled every second (docs/security.md).
-Then, with nothing edited:
+First, with nothing edited:
 
 - before the first leaf expires, every leaf in status.certificates has a later notAfter (the CAs
   and the service-account keys stay), and the Secrets hold exactly what status says;
@@ -24,6 +22,11 @@ Then, with nothing edited:
 - member1 (Push) and member2 (Pull) were Ready at every check, and a PropagationPolicy made
   afterwards propagates;
 - none of its private keys is in the operator's log or in the runtime's records of its runs.
+
+Then, with the renewal window narrowed to the leaves' last minute (so no renewal rolls the
+components in the middle of them), an encryption key rotation and the switch to a KMS v2
+plugin, each with both karmada-apiserver replicas and /readyz polled every second
+(docs/security.md).
 """
 
 from __future__ import annotations
@@ -248,89 +251,6 @@ def stored_secrets(fleet: Deployment) -> dict[str, bytes]:
     return karmada_e2e.etcd_values(fleet.host, NS, f"{NAME}-etcd-0", "/registry/secrets/")
 
 
-def test_an_encryption_key_rotation_stores_every_secret_under_the_new_key_without_an_outage(fleet: Deployment):
-    """spec.apiServer.encryption.rotation asked for once, with ConfigMaps added to the encrypted
-    resources: three full passes, each rolling both karmada-apiserver replicas once (the new key
-    readable everywhere, then writing with every object rewritten, then the old key gone), with
-    /readyz answering every second through the Service; afterwards every Secret etcd holds
-    (member1's token, the Pull agent's, one made before) and every ConfigMap (one stored in plain
-    text before) is ciphertext under the new key alone and reads back; the old key is in no Secret."""
-    name = "before-rotation"
-    fleet.karmadactl("create", "secret", "generic", name, "-n", "default", "--from-literal=token=kept-across")
-    fleet.karmadactl("create", "configmap", name, "-n", "default", "--from-literal=setting=plain-before")
-    configmap = f"/registry/configmaps/default/{name}"
-    assert b"plain-before" in karmada_e2e.etcd_values(fleet.host, NS, f"{NAME}-etcd-0", configmap)[configmap]
-    before = stored_secrets(fleet)
-    old = encryption_keys(fleet)
-    assert list(old) == ["key-1"], list(old)
-    assert len(before) >= 2 and all(v.startswith(b"k8s:enc:secretbox:v1:key-1:") for v in before.values()), \
-        {k: v[:30] for k, v in before.items()}
-    kubeconfig = fleet.kubeconfig()
-    apiserver = "app.kubernetes.io/name=karmada-apiserver,app.kubernetes.io/instance=" + NAME
-    uids = {p["metadata"]["uid"] for p in fleet.host.get("pods", "-n", NS, "-l", apiserver)["items"]}
-    poller = ReadyzPoller(kubeconfig, str(Path(fleet.host.settings["KO_LINKS"]) / "kubectl"))
-    requested = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    started = time.monotonic()
-    # with the rotation, ConfigMaps join the encrypted resources (the first pass rewrites them)
-    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p", json.dumps(
-        {"spec": {"apiServer": {"encryption": {"resources": ["secrets", "configmaps"],
-                                               "rotation": {"requestedAt": requested}}}}}))
-
-    def done():
-        obj = fleet.get()
-        rotation = ((obj.get("status") or {}).get("encryption") or {}).get("rotation") or {}
-        return obj if (rotation.get("requestedAt") == requested and rotation.get("phase") == "Done"
-                       and ready_at_generation(fleet)) else None
-
-    try:
-        obj = fleet.wait_for(done, 900, "the key rotation Done")
-    finally:
-        polls, failures = poller.finish()
-    took = time.monotonic() - started
-    status = obj["status"]["encryption"]
-    print(f"\nkey rotation in {took:.0f}s: {status['rotation']['message']}; /readyz polled {polls} times, "
-          f"{len(failures)} failures")
-    # one Event per phase, in order (resourceVersion order: the order they were written)
-    seen = sorted((e for phase in ("Adding", "Writing", "Dropping")
-                   for e in karmada_e2e.events(fleet, f"EncryptionKeyRotation{phase}")),
-                  key=lambda e: int(e["metadata"]["resourceVersion"]))
-    for e in seen:
-        print(f"  {e['reason']}: {e['message']}")
-    assert [e["reason"] for e in seen] == ["EncryptionKeyRotationAdding", "EncryptionKeyRotationWriting",
-                                           "EncryptionKeyRotationDropping"], seen
-    assert (status["writeKey"], status["keys"], status["rotation"]["oldKey"], status["rotation"]["newKey"]) == \
-        ("key-2", ["key-2"], "key-1", "key-2")
-    new = encryption_keys(fleet)
-    assert list(new) == ["key-2"] and new["key-2"] != old["key-1"]
-    fleet.extra["encryption_keys"] = {**old, **new}  # for the key-leak test below
-    after = stored_secrets(fleet)
-    assert set(before) <= set(after)
-    assert all(v.startswith(b"k8s:enc:secretbox:v1:key-2:") for v in after.values()), \
-        {k: v[:30] for k, v in after.items() if not v.startswith(b"k8s:enc:secretbox:v1:key-2:")}
-    read = json.loads(fleet.karmadactl("get", "secret", name, "-n", "default", "-o", "json").stdout)
-    assert base64.b64decode(read["data"]["token"]) == b"kept-across"
-    # the ConfigMap stored in plain text before is ciphertext under key-2 now, and reads back
-    configmaps = karmada_e2e.etcd_values(fleet.host, NS, f"{NAME}-etcd-0", "/registry/configmaps/")
-    assert all(v.startswith(b"k8s:enc:secretbox:v1:key-2:") for v in configmaps.values()), \
-        {k: v[:30] for k, v in configmaps.items() if not v.startswith(b"k8s:enc:secretbox:v1:key-2:")}
-    assert b"plain-before" not in configmaps[configmap]
-    read = json.loads(fleet.karmadactl("get", "configmap", name, "-n", "default", "-o", "json").stdout)
-    assert read["data"] == {"setting": "plain-before"}
-    assert status["resources"] == ["secrets", "configmaps"]
-    assert status["rewritten"]["writeKey"] == "key-2" and status["rewritten"]["objects"] >= len(before)
-    # both replicas rolled (three times), /readyz never failed, the members stayed Ready
-    # (the old pods gone, so the leaves test after this one starts from a quiet plane)
-    pods = fleet.wait_for(lambda: (lambda items: items if len(items) == 2 and not any(
-        p["metadata"].get("deletionTimestamp") for p in items) else None)(
-        fleet.host.get("pods", "-n", NS, "-l", apiserver)["items"]), 120, "the old karmada-apiserver pods gone")
-    now = {p["metadata"]["uid"] for p in pods}
-    assert not now & uids, (uids, now)
-    assert polls > 30 and not failures, failures[:5]
-    for member in (MEMBER, PULL):
-        assert cluster_ready(fleet, kubeconfig, member) == "True", member
-    fleet.karmadactl("delete", "secret,configmap", name, "-n", "default")
-
-
 def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_clusters):
     member = next(m for m in member_clusters if m.name == MEMBER)
     generation = fleet.get()["metadata"]["generation"]
@@ -454,6 +374,103 @@ def test_leaves_roll_on_schedule_without_outage(fleet: Deployment, member_cluste
     fleet.wait_for(lambda: member.kubectl("get", "configmap", "after-rotation", "-n", "default",
                                           check=False).returncode == 0, 180,
                    f"the ConfigMap on {MEMBER} through a PropagationPolicy made after the rotation")
+
+    # The tests after this one edit the spec and roll karmada-apiserver (a key rotation, the KMS):
+    # leaves renewed every two minutes rolled every component in the middle of them (under CI load
+    # a renewal came in each phase and the rotation took 11.5 minutes instead of 3). The renewal
+    # window narrowed to the last minute: the leaves renewed just now live 10 minutes, so the next
+    # renewal is due about 9 minutes from now, after the rotation and the KMS switch (under 4
+    # minutes on the bed). A renewal already due by the old window may still come first.
+    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p",
+                       json.dumps({"spec": {"certificates": {"renewBefore": "1m"}}}))
+    fleet.wait_for(lambda: ready_at_generation(fleet), 300, "the pass for the narrower renewal window")
+    due = min(parse_time(v) for n, v in not_after(fleet).items() if n in leaves) - timedelta(minutes=1)
+    quiet = (due - datetime.now(UTC)).total_seconds()
+    print(f"next leaf renewal due at {due:%H:%M:%S}, {quiet:.0f}s from now")
+    assert quiet >= 240, f"the next renewal is due in {quiet:.0f}s: it would roll the components under the next tests"
+
+
+def test_an_encryption_key_rotation_stores_every_secret_under_the_new_key_without_an_outage(fleet: Deployment):
+    """spec.apiServer.encryption.rotation asked for once, with ConfigMaps added to the encrypted
+    resources: three full passes, each rolling both karmada-apiserver replicas once (the new key
+    readable everywhere, then writing with every object rewritten, then the old key gone), with
+    /readyz answering every second through the Service; afterwards every Secret etcd holds
+    (member1's token, the Pull agent's, one made before) and every ConfigMap (one stored in plain
+    text before) is ciphertext under the new key alone and reads back; the old key is in no Secret."""
+    name = "before-rotation"
+    fleet.karmadactl("create", "secret", "generic", name, "-n", "default", "--from-literal=token=kept-across")
+    fleet.karmadactl("create", "configmap", name, "-n", "default", "--from-literal=setting=plain-before")
+    configmap = f"/registry/configmaps/default/{name}"
+    assert b"plain-before" in karmada_e2e.etcd_values(fleet.host, NS, f"{NAME}-etcd-0", configmap)[configmap]
+    before = stored_secrets(fleet)
+    old = encryption_keys(fleet)
+    assert list(old) == ["key-1"], list(old)
+    assert len(before) >= 2 and all(v.startswith(b"k8s:enc:secretbox:v1:key-1:") for v in before.values()), \
+        {k: v[:30] for k, v in before.items()}
+    kubeconfig = fleet.kubeconfig()
+    apiserver = "app.kubernetes.io/name=karmada-apiserver,app.kubernetes.io/instance=" + NAME
+    uids = {p["metadata"]["uid"] for p in fleet.host.get("pods", "-n", NS, "-l", apiserver)["items"]}
+    poller = ReadyzPoller(kubeconfig, str(Path(fleet.host.settings["KO_LINKS"]) / "kubectl"))
+    requested = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = time.monotonic()
+    # with the rotation, ConfigMaps join the encrypted resources (the first pass rewrites them)
+    fleet.host.kubectl("patch", "karmadadeployment", NAME, "-n", NS, "--type=merge", "-p", json.dumps(
+        {"spec": {"apiServer": {"encryption": {"resources": ["secrets", "configmaps"],
+                                               "rotation": {"requestedAt": requested}}}}}))
+
+    def done():
+        obj = fleet.get()
+        rotation = ((obj.get("status") or {}).get("encryption") or {}).get("rotation") or {}
+        return obj if (rotation.get("requestedAt") == requested and rotation.get("phase") == "Done"
+                       and ready_at_generation(fleet)) else None
+
+    try:
+        obj = fleet.wait_for(done, 900, "the key rotation Done")
+    finally:
+        polls, failures = poller.finish()
+    took = time.monotonic() - started
+    status = obj["status"]["encryption"]
+    print(f"\nkey rotation in {took:.0f}s: {status['rotation']['message']}; /readyz polled {polls} times, "
+          f"{len(failures)} failures")
+    # one Event per phase, in order (resourceVersion order: the order they were written)
+    seen = sorted((e for phase in ("Adding", "Writing", "Dropping")
+                   for e in karmada_e2e.events(fleet, f"EncryptionKeyRotation{phase}")),
+                  key=lambda e: int(e["metadata"]["resourceVersion"]))
+    for e in seen:
+        print(f"  {e['reason']}: {e['message']}")
+    assert [e["reason"] for e in seen] == ["EncryptionKeyRotationAdding", "EncryptionKeyRotationWriting",
+                                           "EncryptionKeyRotationDropping"], seen
+    assert (status["writeKey"], status["keys"], status["rotation"]["oldKey"], status["rotation"]["newKey"]) == \
+        ("key-2", ["key-2"], "key-1", "key-2")
+    new = encryption_keys(fleet)
+    assert list(new) == ["key-2"] and new["key-2"] != old["key-1"]
+    fleet.extra["encryption_keys"] = {**old, **new}  # for the key-leak test below
+    after = stored_secrets(fleet)
+    assert set(before) <= set(after)
+    assert all(v.startswith(b"k8s:enc:secretbox:v1:key-2:") for v in after.values()), \
+        {k: v[:30] for k, v in after.items() if not v.startswith(b"k8s:enc:secretbox:v1:key-2:")}
+    read = json.loads(fleet.karmadactl("get", "secret", name, "-n", "default", "-o", "json").stdout)
+    assert base64.b64decode(read["data"]["token"]) == b"kept-across"
+    # the ConfigMap stored in plain text before is ciphertext under key-2 now, and reads back
+    configmaps = karmada_e2e.etcd_values(fleet.host, NS, f"{NAME}-etcd-0", "/registry/configmaps/")
+    assert all(v.startswith(b"k8s:enc:secretbox:v1:key-2:") for v in configmaps.values()), \
+        {k: v[:30] for k, v in configmaps.items() if not v.startswith(b"k8s:enc:secretbox:v1:key-2:")}
+    assert b"plain-before" not in configmaps[configmap]
+    read = json.loads(fleet.karmadactl("get", "configmap", name, "-n", "default", "-o", "json").stdout)
+    assert read["data"] == {"setting": "plain-before"}
+    assert status["resources"] == ["secrets", "configmaps"]
+    assert status["rewritten"]["writeKey"] == "key-2" and status["rewritten"]["objects"] >= len(before)
+    # both replicas rolled (three times), /readyz never failed, the members stayed Ready
+    # (the old pods gone, so the leaves test after this one starts from a quiet plane)
+    pods = fleet.wait_for(lambda: (lambda items: items if len(items) == 2 and not any(
+        p["metadata"].get("deletionTimestamp") for p in items) else None)(
+        fleet.host.get("pods", "-n", NS, "-l", apiserver)["items"]), 120, "the old karmada-apiserver pods gone")
+    now = {p["metadata"]["uid"] for p in pods}
+    assert not now & uids, (uids, now)
+    assert polls > 30 and not failures, failures[:5]
+    for member in (MEMBER, PULL):
+        assert cluster_ready(fleet, kubeconfig, member) == "True", member
+    fleet.karmadactl("delete", "secret,configmap", name, "-n", "default")
 
 
 # How a private key would show if one leaked: a PEM's body (its first line of base64 DER), or the
