@@ -436,6 +436,10 @@ class Clients:
                 raise MemberProblem("InvalidKubeconfig", str(exc)) from None
         return self._member
 
+    def is_member(self, server: str) -> bool:
+        """Whether ``server`` is the member's API server (as its client, once made, names it)."""
+        return bool(server) and self._member is not None and self._member.server == server
+
     def close(self) -> None:
         for client in (self._karmada, self._member):
             if client is not None:
@@ -585,9 +589,7 @@ class Joiner:
 
     def _unreachable(self, exc: KubeError) -> str:
         """Which API server a call that reached none was for: the member's or Karmada's."""
-        member = self.clients._member
-        return "MemberUnreachable" if member is not None and exc.server and exc.server == member.server \
-            else "KarmadaUnreachable"
+        return "MemberUnreachable" if self.clients.is_member(exc.server) else "KarmadaUnreachable"
 
     # ---- join
 
